@@ -1,0 +1,4 @@
+"""Federation containers, partitioners and the communication ledger."""
+from .ledger import SERVER, CommLedger, Message
+
+__all__ = ["CommLedger", "Message", "SERVER"]
