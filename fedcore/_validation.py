@@ -35,9 +35,9 @@ def check_array(X, name="X", *, ensure_2d=True, dtype=("float64", "float32"), co
         if arr.dtype.kind == "O":
             try:
                 arr = arr.astype(np.float64)
-            except (ValueError, TypeError):
+            except (ValueError, TypeError) as exc:
                 raise TypeError(f"Argument {name!r} must hold real numbers, got dtype object "
-                                "with non-numeric entries") from None
+                                f"with a non-numeric entry ({exc})") from None
         else:
             raise TypeError(f"Argument {name!r} must hold real numbers, got dtype {arr.dtype}")
     if ensure_2d:
@@ -134,8 +134,6 @@ def check_ids(ids, name="ids"):
     if arr.ndim != 1:
         raise ValueError(f"Argument {name!r} must be 1-D, got shape {arr.shape}")
     if arr.size and arr.dtype.kind not in "iu":
-        if arr.dtype.kind == "f" and np.all(arr == np.round(arr)):
-            raise TypeError(f"Argument {name!r} must hold integers, got dtype {arr.dtype}")
         raise TypeError(f"Argument {name!r} must hold integers, got dtype {arr.dtype}")
     arr = arr.astype(np.int64, copy=False)
     if arr.size > 1:

@@ -1,0 +1,292 @@
+"""k-means++ seeding and weighted Lloyd k-means."""
+import warnings
+
+import numpy as np
+
+from .._validation import (check_array, check_int, check_random_state, check_sample_weight,
+                           check_scalar)
+from ..kernels.distances import assign_nearest, pairwise_sq_distances
+from ..kernels.lloyd import lloyd_iteration
+from ..kernels.seeding import center_gaps, chunk_sums, d2_update, n_chunks, pick_index, pick_product
+from ._base import BaseEstimator, check_is_fitted
+
+__all__ = ["kmeans_plusplus", "KMeans"]
+
+
+def _kmeans_plusplus(X, weights, uniforms, prefix=()):
+    """k-means++ on validated input; one uniform per drawn center. Returns (rows, labels, mind).
+
+    ``prefix`` rows are taken as the first centers without drawing (exact unlearning keeps the
+    centers before the first removed one, MUFC Alg. 3 line 9). Then center ``t`` is drawn by D^2
+    sampling (Appendix B), ``P(x) = w(x) d^2(x, C) / sum_y w(y) d^2(y, C)``; when that total is 0
+    (every remaining row coincides with a center), uniformly by weight among rows not yet chosen.
+    Rows of weight 0 are never drawn, which is how removed rows are excluded.
+
+    ``labels`` is the first nearest center in seeding order, ``mind`` the squared distance to it.
+    """
+    n, d = X.shape
+    k = len(prefix) + len(uniforms)
+    rows = np.empty(k, dtype=np.int64)
+    centers = np.empty((k, d), dtype=np.float64)
+    labels = np.full(n, -1, dtype=np.int64)
+    mind = np.full(n, np.inf)
+    gaps = np.empty(k)
+    sums = np.empty(n_chunks(n))
+    for t in range(k):
+        if t < len(prefix):
+            row = int(prefix[t])
+        else:
+            u = float(uniforms[t - len(prefix)])
+            if t == 0:
+                chunk_sums(weights, sums)
+                row = pick_index(weights, sums, u)
+            elif sums.max() > 0.0:
+                row = pick_product(weights, mind, sums, u)
+            else:  # degenerate rule: by weight among rows not yet chosen
+                free = weights.copy()
+                free[rows[:t]] = 0.0
+                free_sums = np.empty_like(sums)
+                chunk_sums(free, free_sums)
+                row = pick_index(free, free_sums, u)
+        rows[t] = row
+        centers[t] = X[row]
+        center_gaps(centers, t, gaps)
+        d2_update(X, centers[t], weights, t, gaps, labels, mind, sums)
+    return rows, labels, mind
+
+
+def _check_n_clusters(n_clusters, weights):
+    n_clusters = check_int(n_clusters, "n_clusters", min_value=1)
+    n_positive = int(np.count_nonzero(weights))
+    if n_clusters > n_positive:
+        raise ValueError(f"Argument 'n_clusters' must be <= n_samples = {n_positive} (rows with "
+                         f"positive sample weight), got {n_clusters}")
+    return n_clusters
+
+
+def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None):
+    """Vanilla k-means++ seeding (Arthur & Vassilvitskii 2007), weighted.
+
+    The first center is drawn by weight, each next one by weighted D^2 sampling; when every
+    remaining point has zero D^2 weight (duplicates), the next center is drawn by weight among the
+    points not yet chosen. Exactly ``n_clusters`` uniforms ``rng.random(n_clusters)`` are consumed
+    from ``rng = numpy.random.default_rng(random_state)``; the same seed gives the same centers for
+    any thread count.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    n_clusters : int, 1 <= n_clusters <= number of rows with positive weight
+    sample_weight : array-like of shape (n_samples,), default=None (all ones)
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    centers : ndarray of shape (n_clusters, n_features), dtype of X (float32 or float64)
+    indices : ndarray of shape (n_clusters,), int64 rows of X, in seeding order
+
+    Examples
+    --------
+    >>> import numpy as np, fedcore
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 10.0], [10.0, 11.0]])
+    >>> centers, idx = fedcore.kmeans_plusplus(X, 2, random_state=0)
+    >>> sorted(int(i) // 2 for i in idx)   # one center from each pair
+    [0, 1]
+    """
+    X = check_array(X, "X")
+    weights = check_sample_weight(sample_weight, X.shape[0])
+    n_clusters = _check_n_clusters(n_clusters, weights)
+    rng = check_random_state(random_state)
+    rows, _, _ = _kmeans_plusplus(X, weights, rng.random(n_clusters))
+    return X[rows].copy(), rows
+
+
+def _tolerance(X, weights, tol):
+    """Absolute tolerance: ``tol`` times the mean weighted per-feature variance (as scikit-learn)."""
+    if tol == 0:
+        return 0.0
+    mean = np.average(X, axis=0, weights=weights)
+    variances = np.average((X - mean) ** 2, axis=0, weights=weights)
+    return float(np.mean(variances) * tol)
+
+
+def _relocate_empty(X, weights, distances, labels, center_sums, weight_sums):
+    """Give each empty cluster the farthest positive-weight row (deterministic rule).
+
+    Empty clusters, in increasing index, take the rows farthest from their assigned center
+    (largest squared distance; ties by lowest row index) among rows of positive weight; each row
+    moves with its weight out of its old cluster. Modifies the sums in place.
+    """
+    empty = np.flatnonzero(weight_sums == 0.0)
+    if empty.size == 0:
+        return
+    candidates = np.flatnonzero(weights > 0.0)
+    order = candidates[np.argsort(-distances[candidates], kind="stable")][:empty.size]
+    for j, row in zip(empty, order):
+        old = labels[row]
+        w = weights[row]
+        x = X[row].astype(np.float64)
+        center_sums[old] -= w * x
+        weight_sums[old] -= w
+        center_sums[j] = w * x
+        weight_sums[j] = w
+        labels[row] = j
+
+
+def _lloyd(X, weights, centers, max_iter, tol):
+    """Weighted Lloyd from ``centers`` (float64, copied). Returns (centers, labels, inertia, n_iter).
+
+    Stops when the labels no longer change (strict convergence) or when the squared center shift is
+    at most ``tol`` (absolute), or after ``max_iter`` iterations; then labels and inertia are
+    recomputed for the final centers.
+    """
+    n, d = X.shape
+    k = centers.shape[0]
+    centers = np.array(centers, dtype=np.float64, order="C")
+    labels = np.empty(n, dtype=np.int64)
+    labels_old = np.full(n, -1, dtype=np.int64)
+    distances = np.empty(n)
+    center_sums = np.empty((k, d))
+    weight_sums = np.empty(k)
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):
+        lloyd_iteration(X, weights, centers, labels, distances, center_sums, weight_sums)
+        _relocate_empty(X, weights, distances, labels, center_sums, weight_sums)
+        new_centers = centers.copy()
+        full = weight_sums > 0.0
+        new_centers[full] = center_sums[full] / weight_sums[full, None]
+        shift = float(((new_centers - centers) ** 2).sum())
+        centers = new_centers
+        if np.array_equal(labels, labels_old):
+            break
+        if shift <= tol:
+            break
+        labels_old[:] = labels
+    inertia = lloyd_iteration(X, weights, centers, labels, distances, center_sums, weight_sums)
+    return centers, labels, inertia, n_iter
+
+
+class KMeans(BaseEstimator):
+    """Weighted Lloyd k-means from k-means++ (or given) centers.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+    init : "k-means++" or array-like of shape (n_clusters, n_features), default="k-means++"
+    n_init : int, default=1
+        Independent k-means++ starts; the lowest inertia wins. Ignored (one run) with array init.
+    max_iter : int, default=300
+    tol : float, default=1e-4
+        Relative to the mean weighted per-feature variance of X, as in scikit-learn.
+    random_state : None, int or numpy.random.Generator
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray of shape (n_clusters, n_features)
+    labels_ : ndarray of shape (n_samples,), int64
+    inertia_ : float, weighted sum of squared distances to the nearest center
+    n_iter_ : int
+    n_features_in_ : int
+
+    Notes
+    -----
+    Empty clusters are relocated deterministically: in increasing cluster index, each empty cluster
+    takes the positive-weight row farthest from its assigned center (ties: lowest row index).
+    Distances are exact sums of squared differences (no expanded form), in float64.
+
+    Examples
+    --------
+    >>> import numpy as np, fedcore
+    >>> X = np.array([[0.0], [1.0], [10.0], [11.0]])
+    >>> km = fedcore.KMeans(2, random_state=0).fit(X)
+    >>> sorted(km.cluster_centers_.ravel().tolist())
+    [0.5, 10.5]
+    """
+
+    def __init__(self, n_clusters=8, *, init="k-means++", n_init=1, max_iter=300, tol=1e-4,
+                 random_state=None):
+        self.n_clusters = n_clusters
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    def fit(self, X, y=None, sample_weight=None):
+        X = check_array(X, "X")
+        weights = check_sample_weight(sample_weight, X.shape[0])
+        k = _check_n_clusters(self.n_clusters, weights)
+        n_init = check_int(self.n_init, "n_init", min_value=1)
+        max_iter = check_int(self.max_iter, "max_iter", min_value=1)
+        tol = _tolerance(X, weights, check_scalar(self.tol, "tol", min_value=0.0))
+        rng = check_random_state(self.random_state)
+        inits = self._initial_centers(X, weights, k, n_init, rng)
+        best = None
+        for centers in inits:
+            result = _lloyd(X, weights, centers, max_iter, tol)
+            if best is None or result[2] < best[2]:
+                best = result
+        centers, labels, inertia, n_iter = best
+        self.cluster_centers_ = centers.astype(X.dtype, copy=False)
+        self.labels_ = labels
+        self.inertia_ = float(inertia)
+        self.n_iter_ = int(n_iter)
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def _initial_centers(self, X, weights, k, n_init, rng):
+        if isinstance(self.init, str):
+            if self.init != "k-means++":
+                raise ValueError(f"Argument 'init' must be 'k-means++' or an array, got {self.init!r}")
+            for _ in range(n_init):
+                rows, _, _ = _kmeans_plusplus(X, weights, rng.random(k))
+                yield X[rows]
+            return
+        init = check_array(self.init, "init", dtype=("float64",))
+        if init.shape != (k, X.shape[1]):
+            raise ValueError(f"Argument 'init' must have shape ({k}, {X.shape[1]}), "
+                             f"got {init.shape}")
+        if n_init != 1:
+            warnings.warn(f"Explicit initial centers given: running 1 initialization instead of "
+                          f"n_init={n_init}.", RuntimeWarning, stacklevel=3)
+        yield init
+
+    def fit_predict(self, X, y=None, sample_weight=None):
+        return self.fit(X, sample_weight=sample_weight).labels_
+
+    def _check_X(self, X):
+        check_is_fitted(self, "cluster_centers_")
+        X = check_array(X, "X")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input.")
+        return X
+
+    def predict(self, X):
+        """Index of the nearest center for each row (lowest index on ties)."""
+        X = self._check_X(X)
+        labels = np.empty(X.shape[0], dtype=np.int64)
+        assign_nearest(X, self._centers_t(), labels, np.empty(X.shape[0]))
+        return labels
+
+    def transform(self, X):
+        """Euclidean (not squared) distances to every center, shape (n_samples, n_clusters)."""
+        X = self._check_X(X)
+        out = np.empty((X.shape[0], self.cluster_centers_.shape[0]))
+        pairwise_sq_distances(X, self._centers_t(), out)
+        return np.sqrt(out, out=out)
+
+    def fit_transform(self, X, y=None, sample_weight=None):
+        return self.fit(X, sample_weight=sample_weight).transform(X)
+
+    def score(self, X, y=None, sample_weight=None):
+        """Opposite of the weighted inertia of X against the fitted centers."""
+        X = self._check_X(X)
+        weights = check_sample_weight(sample_weight, X.shape[0])
+        labels = np.empty(X.shape[0], dtype=np.int64)
+        distances = np.empty(X.shape[0])
+        assign_nearest(X, self._centers_t(), labels, distances)
+        return -float(weights @ distances)
+
+    def _centers_t(self):
+        return np.ascontiguousarray(self.cluster_centers_.T, dtype=np.float64)

@@ -1,0 +1,174 @@
+"""k-means++ seeding with exact removal of points (MUFC Alg. 3, Lemma 5.1)."""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import check_array, check_ids, check_int, check_random_state, check_scalar
+from ._base import BaseEstimator, check_is_fitted
+from .kmeans import _check_n_clusters, _kmeans_plusplus, _lloyd, _tolerance
+
+__all__ = ["UnlearnableKMeans", "RemovalResult"]
+
+
+@dataclass(frozen=True)
+class RemovalResult:
+    """Outcome of one removal request.
+
+    ``retrained`` is True when a center was removed and centers from ``restart_position`` (0-based
+    index ``i`` of Alg. 3 line 5) on were redrawn; ``restart_position`` is None otherwise.
+    """
+
+    retrained: bool
+    restart_position: object
+    n_removed: int
+
+
+class UnlearnableKMeans(BaseEstimator):
+    """k-means++ seeding that forgets points exactly (MUFC Alg. 3).
+
+    ``fit`` draws ``n_clusters`` centers by k-means++ (first uniformly, then by D^2 sampling, with
+    the degenerate rule of :func:`fedcore.kmeans_plusplus`) and assigns every point to its first
+    nearest center in seeding order. ``remove(ids)`` deletes points by id:
+
+    * no removed point is a center: centers stay (Alg. 3 line 3); only cluster sizes and
+      bookkeeping change, O(|R|) work and no pass over the data;
+    * the first removed center is center ``i``: centers ``0..i-1`` stay and centers ``i..K-1`` are
+      redrawn by D^2 sampling on the remaining points with fresh randomness (Alg. 3 lines 5-14),
+      then every point is reassigned, O(n K d).
+
+    Exactness (Lemma 5.1, Appendix E): the ordered centers after ``fit(X)`` then ``remove(R)`` have
+    exactly the distribution of ``fit(X \\ R)``. The degenerate rule keeps this true with
+    duplicates: conditioned on not being removed, "by weight among unchosen points" restricted to
+    the remaining points is again that rule.
+
+    Parameters
+    ----------
+    n_clusters : int
+    refine : bool, default=False
+        Run weighted Lloyd from the seeds after fitting and after every removal. The refined model
+        is a deterministic function of the (exactly unlearned) seeds and the remaining data, so it
+        is exact too; the price is a Lloyd run, O(n K d T), on every removal, even one that hits
+        no center.
+    max_iter, tol : Lloyd's settings when ``refine=True`` (see :class:`fedcore.KMeans`).
+    random_state : None, int or numpy.random.Generator
+        The generator is kept: removals draw fresh uniforms from it.
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray (n_clusters, n_features), seeds (true data points, seeding order),
+        or Lloyd's centers when ``refine=True``
+    seeds_ : ndarray (n_clusters, n_features), the k-means++ centers
+    center_ids_ : ndarray (n_clusters,), int64 ids of the seeds
+    labels_ : ndarray (n_samples_,), cluster of each remaining point, in original row order
+    sample_ids_ : ndarray (n_samples_,), ids of the remaining points, in original row order
+    cluster_sizes_ : ndarray (n_clusters,), int64
+    n_samples_ : int, number of remaining points
+    """
+
+    def __init__(self, n_clusters=8, *, refine=False, max_iter=300, tol=1e-4, random_state=None):
+        self.n_clusters = n_clusters
+        self.refine = refine
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    def fit(self, X, y=None, sample_ids=None):
+        X = check_array(X, "X", copy=True)
+        n = X.shape[0]
+        ids = np.arange(n, dtype=np.int64) if sample_ids is None else check_ids(sample_ids,
+                                                                                 "sample_ids")
+        if ids.shape[0] != n:
+            raise ValueError(f"Argument 'sample_ids' must have length {n} (rows of X), "
+                             f"got {ids.shape[0]}")
+        self._weights = np.ones(n)
+        self._k = _check_n_clusters(self.n_clusters, self._weights)
+        self._max_iter = check_int(self.max_iter, "max_iter", min_value=1)
+        check_scalar(self.tol, "tol", min_value=0.0)
+        self._rng = check_random_state(self.random_state)
+        self._X = X
+        self._ids = ids
+        self._order = np.argsort(ids, kind="stable")
+        self._sorted_ids = ids[self._order]
+        self._slot = np.full(n, -1, dtype=np.int64)
+        self._rows = np.empty(0, dtype=np.int64)
+        self.n_samples_ = n
+        self.n_features_in_ = X.shape[1]
+        self._seed(())
+        return self
+
+    def _seed(self, prefix):
+        """Redraw centers after ``prefix`` (Alg. 3 lines 11-14) and reassign every point."""
+        rows, labels, _ = _kmeans_plusplus(self._X, self._weights,
+                                           self._rng.random(self._k - len(prefix)), prefix)
+        self._slot[self._rows] = -1
+        self._rows = rows
+        self._slot[rows] = np.arange(self._k)
+        self._labels = labels
+        self._finish()
+
+    def _finish(self):
+        self.seeds_ = self._X[self._rows].copy()
+        self.center_ids_ = self._ids[self._rows]
+        if self.refine:
+            tol = _tolerance(self._X, self._weights, self.tol)
+            centers, labels, _, _ = _lloyd(self._X, self._weights, self.seeds_, self._max_iter, tol)
+            self.cluster_centers_ = centers.astype(self._X.dtype, copy=False)
+            self._labels = labels
+        else:
+            self.cluster_centers_ = self.seeds_
+        alive = self._weights > 0.0
+        self.cluster_sizes_ = np.bincount(self._labels[alive], minlength=self._k).astype(np.int64)
+
+    @property
+    def labels_(self):
+        check_is_fitted(self, "_labels")
+        return self._labels[self._weights > 0.0]
+
+    @property
+    def sample_ids_(self):
+        check_is_fitted(self, "_ids")
+        return self._ids[self._weights > 0.0]
+
+    def _rows_of(self, ids):
+        pos = np.searchsorted(self._sorted_ids, ids)
+        pos = np.minimum(pos, self._sorted_ids.shape[0] - 1)
+        unknown = self._sorted_ids[pos] != ids
+        if unknown.any():
+            raise ValueError(f"Argument 'ids' contains unknown id {int(ids[unknown][0])}")
+        rows = self._order[pos]
+        gone = self._weights[rows] == 0.0
+        if gone.any():
+            raise ValueError(f"Argument 'ids' contains id {int(ids[gone][0])}, which was "
+                             "already removed")
+        return rows
+
+    def remove(self, ids):
+        """Remove points by id, exactly (Alg. 3). Atomic: on error nothing changes.
+
+        Parameters
+        ----------
+        ids : int or array-like of int, ids given to ``fit`` (default: row numbers)
+
+        Returns
+        -------
+        RemovalResult
+        """
+        check_is_fitted(self, "_labels")
+        ids = check_ids(ids, "ids")
+        rows = self._rows_of(ids)
+        if self.n_samples_ - rows.shape[0] < self._k:
+            raise ValueError(f"Removing {rows.shape[0]} point(s) would leave "
+                             f"{self.n_samples_ - rows.shape[0]} < n_clusters = {self._k}")
+        self._weights[rows] = 0.0
+        self.n_samples_ -= rows.shape[0]
+        hit = self._slot[rows]
+        hit = hit[hit >= 0]
+        if hit.size == 0:
+            if self.refine:
+                self._finish()
+            else:
+                np.subtract.at(self.cluster_sizes_, self._labels[rows], 1)
+            return RemovalResult(False, None, int(rows.shape[0]))
+        i = int(hit.min())
+        self._seed(self._rows[:i])
+        return RemovalResult(True, i, int(rows.shape[0]))

@@ -1,0 +1,64 @@
+"""Squared Euclidean distances and nearest-center assignment.
+
+Distances are sums of squared differences accumulated in float64 in feature order, never the
+expanded form ``|x|^2 - 2 x.c + |c|^2`` (which cancels catastrophically for near points), so a
+nearest-center argmin is exact up to one rounding per term. Centers are passed transposed,
+``centers_t`` of shape (d, k), so that the inner loop runs over centers and vectorizes without
+reassociating any sum.
+"""
+import numpy as np
+from numba import njit, prange
+
+from .._config import CHUNK_SIZE, NUMBA_CACHE
+
+__all__ = ["row_distances", "nearest_center", "pairwise_sq_distances", "assign_nearest"]
+
+
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+def row_distances(X, i, centers_t, out):
+    """OUT ``out`` float64 (k,): squared distances from ``X[i]`` to every center."""
+    d, k = centers_t.shape
+    out[:] = 0.0
+    for f in range(d):
+        xf = np.float64(X[i, f])
+        for j in range(k):
+            t = xf - centers_t[f, j]
+            out[j] += t * t
+
+
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+def nearest_center(X, i, centers_t, buf):
+    """Return ``(j, dist)``: the nearest center (lowest index on ties) and its squared distance."""
+    row_distances(X, i, centers_t, buf)
+    best = 0
+    best_d = buf[0]
+    for j in range(1, buf.shape[0]):
+        if buf[j] < best_d:
+            best_d = buf[j]
+            best = j
+    return best, best_d
+
+
+@njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
+def pairwise_sq_distances(X, centers_t, out):
+    """OUT ``out`` float64 (n, k): squared distances from each row of ``X`` to each center.
+
+    IN ``X`` float32/float64 (n, d); ``centers_t`` float64 (d, k).
+    """
+    n = X.shape[0]
+    for c in prange(-(-n // CHUNK_SIZE)):
+        for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
+            row_distances(X, i, centers_t, out[i])
+
+
+@njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
+def assign_nearest(X, centers_t, labels, distances):
+    """OUT ``labels`` int64 (n,) nearest center (lowest index on ties), ``distances`` float64 (n,)."""
+    n = X.shape[0]
+    k = centers_t.shape[1]
+    for c in prange(-(-n // CHUNK_SIZE)):
+        buf = np.empty(k)
+        for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
+            j, dist = nearest_center(X, i, centers_t, buf)
+            labels[i] = j
+            distances[i] = dist
