@@ -65,11 +65,12 @@ def pick_reference(values, u, chunk_size):
     ``t_in = target - running`` and the chosen row is the first row whose running in-chunk sum
     (from 0.0) exceeds ``t_in``.
 
-    Rounding fallbacks: if no chunk passes the test, the last chunk with a positive sum is used,
-    with ``running`` equal to the sequential sum of the chunk sums before it (the value ``running``
-    had when that chunk was visited); if no row of the chosen chunk passes, the last row of the
-    chunk with a positive value is returned. The returned row always has a positive value.
-    Requires ``total > 0``.
+    Rounding fallbacks: if no chunk passes the test, the last chunk with a positive sum is used and
+    ``running`` keeps its value after the walk (the sum of all chunks, so ``t_in = target - total``);
+    if no row of the chosen chunk passes, the last row of the chunk with a positive value is
+    returned. The returned row always has a positive value. Requires ``total > 0``. For a normal
+    (non-subnormal) total, ``u * total < total`` for every ``u < 1``, so the chunk fallback is
+    reachable only with subnormal totals.
     """
     v = [float(x) for x in np.asarray(values, dtype=np.float64).ravel()]
     cs = chunk_sums_reference(v, chunk_size)
@@ -87,10 +88,9 @@ def pick_reference(values, u, chunk_size):
             break
         running += s
     if chosen < 0:
+        # Only reachable when u * total rounds to total (a subnormal total); ``running`` keeps
+        # its value after the loop (the sum of all chunks), as the rule is written.
         chosen = max(c for c, s in enumerate(cs) if s > 0.0)
-        running = 0.0
-        for s in cs[:chosen]:
-            running += s
     start = chosen * chunk_size
     stop = min(start + chunk_size, len(v))
     t_in = target - running

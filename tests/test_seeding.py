@@ -1,0 +1,314 @@
+"""Chunked D^2 sampling and k-means++ seeding against the slow references.
+
+Bit-exact properties (Hypothesis): the pick kernel returns the reference's row for the same
+uniform; ``_kmeans_plusplus`` returns the reference's rows, labels and D^2 bit for bit;
+``kmeans_plusplus`` reproduces the reference on ``default_rng(seed).random(k)``.
+
+Statistical properties (seeded chi-square against ``exact_kmeanspp_distribution``): each test
+compares one empirical distribution of ordered center sequences with the exact one at
+``ALPHA = 1e-3``. A correct implementation fails one such test with probability <= 1e-3 over the
+choice of seeds; this module runs 9 of them, so the family-wise false-alarm rate is <= 9e-3.
+The seeds are fixed, so the outcome is deterministic.
+"""
+import importlib
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import fedcore
+from fedcore import _config
+from tests.reference.kmeans_reference import (chi_square_against_exact, chunk_sums_reference,
+                                              exact_kmeanspp_distribution, kmeanspp_reference,
+                                              pick_reference)
+
+CHUNK = _config.CHUNK_SIZE
+ALPHA = 1e-3
+
+
+def _seeding():
+    return importlib.import_module("fedcore.kernels.seeding")
+
+
+def _kmeans_plusplus_kernel():
+    return importlib.import_module("fedcore.algorithms.kmeans")._kmeans_plusplus
+
+
+def _bits(a):
+    """View a float64 array as integers so that comparisons are bit for bit."""
+    return np.ascontiguousarray(a, dtype=np.float64).view(np.int64)
+
+
+def _n_chunks(n):
+    return max(1, -(-n // CHUNK))
+
+
+# ------------------------------------------------------------------------------------------
+# Strategies
+# ------------------------------------------------------------------------------------------
+
+# Uniforms in [0, 1), with the edges and exact chunk/row boundaries over-represented.
+uniforms = st.one_of(
+    st.floats(0.0, 1.0, exclude_max=True),
+    st.sampled_from([0.0, 5e-324, 1e-300, 1e-17, 0.25, 0.5, 0.75, 1.0 - 1e-16,
+                     float(np.nextafter(1.0, 0.0))]),
+)
+
+# Non-negative values: zeros, exact small integers (boundary ties), subnormals, wide magnitudes.
+value_elements = st.one_of(
+    st.just(0.0),
+    st.sampled_from([1.0, 2.0, 0.5, 3.0]),
+    st.floats(0.0, 1e100),
+    st.floats(0.0, 1e-305),
+)
+
+
+@st.composite
+def short_values(draw):
+    v = draw(hnp.arrays(np.float64, st.integers(1, 40), elements=value_elements))
+    assume(v.sum() > 0.0)
+    return v
+
+
+@st.composite
+def long_values(draw):
+    """Arrays spanning 1-3 chunks plus a tail, with whole zero chunks and zero runs."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    n = draw(st.sampled_from([CHUNK, CHUNK + 1, 2 * CHUNK - 1, 2 * CHUNK + 37, 3 * CHUNK + 5]))
+    rng = np.random.default_rng(seed)
+    v = rng.random(n) * (rng.random(n) < draw(st.sampled_from([0.01, 0.5, 1.0])))
+    for c in range(_n_chunks(n)):
+        if draw(st.booleans()):
+            v[c * CHUNK:(c + 1) * CHUNK] = 0.0
+    if not v.sum() > 0.0:
+        v[draw(st.integers(0, n - 1))] = 1.0
+    return v
+
+
+def _kernel_pick(values, u):
+    seeding = _seeding()
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    sums = np.full(_n_chunks(values.shape[0]), np.nan)
+    seeding.chunk_sums(values, sums)
+    return sums, int(seeding.pick_index(values, sums, u))
+
+
+# ------------------------------------------------------------------------------------------
+# The pick kernel
+# ------------------------------------------------------------------------------------------
+
+@given(values=st.one_of(short_values(), long_values()), u=uniforms)
+def test_pick_index_equals_reference(values, u):
+    sums, row = _kernel_pick(values, u)
+    np.testing.assert_array_equal(_bits(sums), _bits(chunk_sums_reference(values, CHUNK)))
+    expected = pick_reference(values, u, CHUNK)
+    assert row == expected
+    assert values[row] > 0.0
+
+
+@settings(max_examples=25)
+@given(values=short_values(), u=uniforms)
+def test_pick_index_py_func_equals_reference(values, u):
+    seeding = _seeding()
+    sums = np.array(chunk_sums_reference(values, CHUNK))
+    assert int(seeding.pick_index.py_func(values, sums, u)) == pick_reference(values, u, CHUNK)
+
+
+def test_pick_index_boundaries_by_hand():
+    # Ones: the running sum passes u * n strictly after row floor(u * n).
+    v = np.ones(4)
+    for u, expected in [(0.0, 0), (0.24, 0), (0.25, 1), (0.5, 2), (0.75, 3), (0.999, 3)]:
+        assert _kernel_pick(v, u)[1] == expected == pick_reference(v, u, CHUNK)
+    # Zeros are never picked; the largest u < 1 lands on the last positive row.
+    v = np.array([0.0, 2.0, 0.0, 0.0, 1.0, 0.0])
+    assert _kernel_pick(v, 0.0)[1] == 1
+    assert _kernel_pick(v, float(np.nextafter(1.0, 0.0)))[1] == 4
+    # A single positive value deep in the third chunk.
+    v = np.zeros(2 * CHUNK + 10)
+    v[2 * CHUNK + 3] = 1e-300
+    for u in (0.0, 0.5, float(np.nextafter(1.0, 0.0))):
+        assert _kernel_pick(v, u)[1] == 2 * CHUNK + 3
+    # Subnormal total: u * total rounds up to total, no chunk passes, the last positive chunk is
+    # used with t_in = target - total = 0, so its first positive row is returned (contract rule).
+    top = float(np.nextafter(1.0, 0.0))
+    v = np.zeros(CHUNK + 4)
+    v[[3, CHUNK + 1, CHUNK + 2]] = 5e-324
+    assert _kernel_pick(v, top)[1] == CHUNK + 1 == pick_reference(v, top, CHUNK)
+
+
+def test_pick_index_frequencies_follow_values():
+    # Sweeping u over a fine grid visits each row in proportion to its value.
+    v = np.array([1.0, 0.0, 3.0, 4.0, 0.0, 2.0])
+    grid = (np.arange(10000) + 0.5) / 10000
+    counts = np.bincount([_kernel_pick(v, float(u))[1] for u in grid], minlength=6)
+    np.testing.assert_array_equal(counts, [1000, 0, 3000, 4000, 0, 2000])
+
+
+# ------------------------------------------------------------------------------------------
+# _kmeans_plusplus (kernel level) against the reference, bit for bit
+# ------------------------------------------------------------------------------------------
+
+coordinate = st.one_of(st.sampled_from([0.0, 1.0, -1.0, 0.5, 3.0]),
+                       st.floats(-1e3, 1e3, allow_subnormal=False))
+
+
+@st.composite
+def seeding_problems(draw):
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    n = draw(st.integers(1, 30))
+    d = draw(st.integers(1, 4))
+    elements = st.floats(-1e3, 1e3, width=32, allow_subnormal=False) if dtype is np.float32 \
+        else coordinate
+    X = draw(hnp.arrays(dtype, (n, d), elements=st.one_of(
+        st.sampled_from([0.0, 1.0, -1.0, 0.5, 3.0]), elements)))
+    if draw(st.booleans()):  # force duplicates
+        X[draw(st.integers(0, n - 1))] = X[0]
+    if draw(st.booleans()):
+        w = draw(hnp.arrays(np.float64, n, elements=st.one_of(
+            st.sampled_from([0.0, 1.0, 2.0, 0.5]), st.floats(0.0, 10.0, allow_subnormal=False))))
+    else:
+        w = np.ones(n)
+    n_pos = int(np.count_nonzero(w))
+    assume(n_pos >= 1)
+    k = draw(st.integers(1, min(n_pos, 6)))
+    u = np.array(draw(st.lists(uniforms, min_size=k, max_size=k)), dtype=np.float64)
+    return X, w, u
+
+
+def _check_against_reference(X, w, u):
+    rows, labels, mind = _kmeans_plusplus_kernel()(np.ascontiguousarray(X),
+                                                   np.ascontiguousarray(w, dtype=np.float64), u)
+    ref_rows, ref_labels, ref_mind = kmeanspp_reference(X, w, u, CHUNK)
+    np.testing.assert_array_equal(np.asarray(rows), ref_rows)
+    np.testing.assert_array_equal(np.asarray(labels), ref_labels)
+    np.testing.assert_array_equal(_bits(mind), _bits(ref_mind))
+    assert np.asarray(rows).dtype == np.int64 and np.asarray(labels).dtype == np.int64
+    assert len(set(np.asarray(rows).tolist())) == len(rows)  # a row is never chosen twice
+    assert (w[np.asarray(rows)] > 0).all()
+
+
+@given(problem=seeding_problems())
+def test_kmeans_plusplus_kernel_equals_reference(problem):
+    _check_against_reference(*problem)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kmeans_plusplus_kernel_all_identical_points(dtype):
+    # Every D^2 is 0 after the first pick: the degenerate rule draws by weight among unchosen rows.
+    X = np.full((7, 3), 2.5, dtype=dtype)
+    for seed in range(20):
+        u = np.random.default_rng(seed).random(5)
+        _check_against_reference(X, np.ones(7), u)
+        _check_against_reference(X, np.array([0.0, 1.0, 2.0, 0.0, 1.0, 3.0, 1.0]), u)
+
+
+def test_kmeans_plusplus_kernel_several_chunks():
+    # Spans three chunks; few distinct points so the degenerate rule also runs across chunks.
+    rng = np.random.default_rng(7)
+    n = 2 * CHUNK + 123
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    w = rng.integers(0, 3, size=n).astype(np.float64)
+    _check_against_reference(X, w, rng.random(5))
+    distinct = rng.normal(size=(3, 2))
+    Xd = distinct[rng.integers(0, 3, size=n)]
+    _check_against_reference(Xd, np.ones(n), rng.random(6))
+
+
+# ------------------------------------------------------------------------------------------
+# Public kmeans_plusplus
+# ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_kmeans_plusplus_reproduces_reference(dtype, weighted):
+    rng = np.random.default_rng(11)
+    X = (rng.normal(size=(60, 3)) * 10).astype(dtype)
+    w = rng.random(60) * 3 if weighted else None
+    for seed in range(5):
+        k = 1 + seed
+        centers, indices = fedcore.kmeans_plusplus(X, k, sample_weight=w, random_state=seed)
+        ref_rows, _, _ = kmeanspp_reference(X, w, np.random.default_rng(seed).random(k), CHUNK)
+        assert indices.dtype == np.int64 and indices.shape == (k,)
+        np.testing.assert_array_equal(indices, ref_rows)
+        expected_dtype = np.float32 if dtype == np.float32 else np.float64
+        assert centers.dtype == expected_dtype and centers.shape == (k, 3)
+        np.testing.assert_array_equal(centers, X[ref_rows].astype(expected_dtype))
+
+
+def test_kmeans_plusplus_uses_generator_as_is():
+    X = np.random.default_rng(3).normal(size=(40, 2))
+    gen = np.random.default_rng(5)
+    _, indices = fedcore.kmeans_plusplus(X, 4, random_state=gen)
+    twin = np.random.default_rng(5)
+    ref_rows, _, _ = kmeanspp_reference(X, None, twin.random(4), CHUNK)
+    np.testing.assert_array_equal(indices, ref_rows)
+    assert gen.random() == twin.random()  # exactly k uniforms were consumed
+
+
+# ------------------------------------------------------------------------------------------
+# Exact distribution: the reference itself, then kmeans_plusplus
+# ------------------------------------------------------------------------------------------
+
+TINY_CASES = {
+    # name: (X, n_clusters, weights)
+    "distinct": (np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0], [3.0, 3.0], [-1.0, 0.5]]), 3, None),
+    "duplicates": (np.array([[0.0], [0.0], [1.0], [1.0], [4.0], [0.0]]), 3, None),
+    "weighted": (np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0], [3.0, 1.0], [3.0, 1.5]]), 2,
+                 np.array([1.0, 2.0, 0.5, 0.0, 3.0])),
+    "degenerate": (np.array([[0.0], [0.0], [0.0], [1.0]]), 3, None),
+    "all_identical_weighted": (np.full((4, 2), 0.25), 3, np.array([1.0, 2.0, 3.0, 0.5])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TINY_CASES))
+def test_exact_distribution_sums_to_one(name):
+    X, k, w = TINY_CASES[name]
+    dist = exact_kmeanspp_distribution(X, k, w)
+    assert sum(dist.values()) == 1
+    assert all(p > 0 and len(seq) == k == len(set(seq)) for seq, p in dist.items())
+    if w is not None:  # zero-weight rows are never chosen
+        assert all(w[list(seq)].min() > 0 for seq in dist)
+
+
+def test_exact_distribution_by_hand():
+    # [0], [0], [0], [1] with k = 3: first uniform; after a 0 the 1 is forced, then the degenerate
+    # rule picks one of the two remaining zeros; after the 1, any zero and then either other zero.
+    from fractions import Fraction
+    dist = exact_kmeanspp_distribution(np.array([[0.0], [0.0], [0.0], [1.0]]), 3)
+    assert dist[(0, 3, 1)] == Fraction(1, 8)
+    assert dist[(3, 2, 0)] == Fraction(1, 24)
+    assert len(dist) == 12
+    # Two points at squared distance 4 and one at 1 from point 0: D^2 weights 0:1:4 after row 0.
+    dist = exact_kmeanspp_distribution(np.array([[0.0], [1.0], [2.0]]), 2)
+    assert dist[(0, 2)] == Fraction(1, 3) * Fraction(4, 5)
+    assert dist[(1, 0)] == Fraction(1, 3) * Fraction(1, 2)
+
+
+@pytest.mark.parametrize("name", ["distinct", "weighted", "degenerate", "all_identical_weighted"])
+def test_reference_seeding_matches_exact_distribution(name):
+    # Validates the two references against each other (one chi-square each, alpha = 1e-3).
+    X, k, w = TINY_CASES[name]
+    exact = exact_kmeanspp_distribution(X, k, w)
+    counts = {}
+    for seed in range(3000):
+        rows, _, _ = kmeanspp_reference(X, w, np.random.default_rng(seed).random(k), CHUNK)
+        counts[tuple(rows.tolist())] = counts.get(tuple(rows.tolist()), 0) + 1
+    p, bins = chi_square_against_exact(counts, exact)
+    assert bins >= 2
+    assert p > ALPHA, f"{name}: p = {p:.2e} with {bins} bins"
+
+
+@pytest.mark.parametrize("name", sorted(TINY_CASES))
+def test_kmeans_plusplus_matches_exact_distribution(name):
+    # One chi-square per case (alpha = 1e-3); seeds 10_000.. are disjoint from other tests'.
+    X, k, w = TINY_CASES[name]
+    exact = exact_kmeanspp_distribution(X, k, w)
+    counts = {}
+    for seed in range(10_000, 14_000):
+        _, idx = fedcore.kmeans_plusplus(X, k, sample_weight=w, random_state=seed)
+        counts[tuple(idx.tolist())] = counts.get(tuple(idx.tolist()), 0) + 1
+    p, bins = chi_square_against_exact(counts, exact)
+    assert bins >= 2
+    assert p > ALPHA, f"{name}: p = {p:.2e} with {bins} bins"
