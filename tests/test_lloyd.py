@@ -1,0 +1,271 @@
+"""The weighted Lloyd kernel against the naive reference, and Lloyd's guarantees.
+
+- ``lloyd_iteration`` equals ``lloyd_iteration_reference``: labels exactly (lowest index on ties),
+  squared distances bit for bit (sequential float64 sums over features), per-center sums and the
+  inertia to rtol 1e-12 (the kernel sums per chunk, then merges chunks in order).
+- One more Lloyd step never increases the inertia.
+- Integer sample weights equal duplicated points.
+- Same bits with 1 and 2 Numba threads, on arrays spanning several chunks.
+No statistical tests here (no false alarms beyond floating-point tolerances stated per test).
+"""
+import importlib
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import fedcore
+from fedcore import _config
+from tests.reference.kmeans_reference import (kmeans_lloyd_reference, kmeanspp_reference,
+                                              lloyd_iteration_reference)
+
+CHUNK = _config.CHUNK_SIZE
+EPS = np.finfo(np.float64).eps
+
+
+def _lloyd_kernel():
+    return importlib.import_module("fedcore.kernels.lloyd").lloyd_iteration
+
+
+def _bits(a):
+    return np.ascontiguousarray(a, dtype=np.float64).view(np.int64)
+
+
+def _run_kernel(X, w, centers, kernel=None):
+    """Call the kernel on garbage-filled OUT buffers; return (labels, dist, sums, wsums, inertia)."""
+    kernel = _lloyd_kernel() if kernel is None else kernel
+    n, d = X.shape
+    k = centers.shape[0]
+    labels = np.full(n, -7, dtype=np.int64)
+    dist = np.full(n, np.nan)
+    sums = np.full((k, d), np.nan)
+    wsums = np.full(k, np.nan)
+    inertia = kernel(np.ascontiguousarray(X), np.ascontiguousarray(w, dtype=np.float64),
+                     np.ascontiguousarray(centers, dtype=np.float64), labels, dist, sums, wsums)
+    return labels, dist, sums, wsums, float(inertia)
+
+
+def _assert_matches_reference(X, w, centers, out):
+    labels, dist, sums, wsums, inertia = out
+    r_labels, r_dist, r_sums, r_wsums, r_inertia = lloyd_iteration_reference(X, w, centers)
+    np.testing.assert_array_equal(labels, r_labels)
+    np.testing.assert_array_equal(_bits(dist), _bits(r_dist))
+    # Sums of mixed-sign terms may cancel: the tolerance scales with the sum of |terms|.
+    scale = np.zeros_like(r_sums)
+    np.add.at(scale, r_labels, np.abs(w[:, None] * X.astype(np.float64)))
+    assert np.all(np.abs(sums - r_sums) <= 1e-12 * scale)
+    np.testing.assert_allclose(wsums, r_wsums, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(inertia, r_inertia, rtol=1e-12, atol=0)
+
+
+# ------------------------------------------------------------------------------------------
+# Strategies
+# ------------------------------------------------------------------------------------------
+
+@st.composite
+def lloyd_problems(draw, dtypes=(np.float32, np.float64)):
+    dtype = draw(st.sampled_from(dtypes))
+    n = draw(st.integers(1, 50))
+    d = draw(st.integers(1, 4))
+    k = draw(st.integers(1, 6))
+    width = 32 if dtype == np.float32 else 64
+    element = st.one_of(st.sampled_from([0.0, 1.0, -1.0, 0.5, 2.0]),
+                        st.floats(-1e3, 1e3, width=width, allow_subnormal=False))
+    X = draw(hnp.arrays(dtype, (n, d), elements=element))
+    w = draw(hnp.arrays(np.float64, n, elements=st.one_of(
+        st.sampled_from([0.0, 1.0, 2.0]), st.floats(0.0, 10.0, allow_subnormal=False))))
+    if draw(st.booleans()):  # centers at data points: exact ties and zero distances
+        centers = X[draw(st.lists(st.integers(0, n - 1), min_size=k, max_size=k))].astype(
+            np.float64)
+    else:
+        centers = draw(hnp.arrays(np.float64, (k, d), elements=st.one_of(
+            st.sampled_from([0.0, 1.0, -1.0]), st.floats(-1e3, 1e3, allow_subnormal=False))))
+    return X, w, centers
+
+
+@st.composite
+def blob_problems(draw, max_weight=4, min_weight=0):
+    """Seeded Gaussian blobs (no adversarial ties), integer weights, centers at distinct rows."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    n = draw(st.integers(10, 120))
+    d = draw(st.integers(1, 4))
+    k = draw(st.integers(1, 5))
+    rng = np.random.default_rng(seed)
+    means = rng.normal(scale=5.0, size=(k, d))
+    X = means[rng.integers(0, k, size=n)] + rng.normal(size=(n, d))
+    w = rng.integers(min_weight, max_weight + 1, size=n).astype(np.float64)
+    positive = np.flatnonzero(w > 0)
+    assume(positive.size >= k)
+    rows = rng.choice(positive, size=k, replace=False)
+    return X, w, X[rows].copy()
+
+
+# ------------------------------------------------------------------------------------------
+# Kernel against the reference
+# ------------------------------------------------------------------------------------------
+
+@given(problem=lloyd_problems())
+def test_lloyd_iteration_equals_reference(problem):
+    X, w, centers = problem
+    _assert_matches_reference(X, w, centers, _run_kernel(X, w, centers))
+
+
+@settings(max_examples=20)
+@given(problem=lloyd_problems())
+def test_lloyd_iteration_py_func_equals_reference(problem):
+    X, w, centers = problem
+    _assert_matches_reference(X, w, centers, _run_kernel(X, w, centers, _lloyd_kernel().py_func))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lloyd_iteration_several_chunks_equals_reference(dtype):
+    rng = np.random.default_rng(2)
+    n = 2 * CHUNK + 301
+    X = rng.normal(size=(n, 3)).astype(dtype)
+    w = rng.random(n) * 2
+    centers = rng.normal(size=(6, 3))
+    centers[5] = centers[2]  # duplicate center: always loses the tie to center 2
+    out = _run_kernel(X, w, centers)
+    _assert_matches_reference(X, w, centers, out)
+    assert not (out[0] == 5).any()
+
+
+def test_reference_agrees_with_scikit_learn():
+    # Validates the naive reference against an independent implementation.
+    from sklearn.metrics import pairwise_distances_argmin_min
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(500, 4))
+    centers = rng.normal(size=(7, 4))
+    labels, dist, _, _, inertia = lloyd_iteration_reference(X, None, centers)
+    sk_labels, sk_dist = pairwise_distances_argmin_min(X, centers)
+    np.testing.assert_array_equal(labels, sk_labels)
+    np.testing.assert_allclose(dist, sk_dist ** 2, rtol=1e-10)
+    np.testing.assert_allclose(inertia, np.sum(sk_dist ** 2), rtol=1e-10)
+
+
+# ------------------------------------------------------------------------------------------
+# Lloyd's guarantees
+# ------------------------------------------------------------------------------------------
+
+@given(problem=lloyd_problems(dtypes=(np.float64,)))
+def test_lloyd_step_never_increases_inertia(problem):
+    X, w, centers = problem
+    _, _, sums, wsums, before = _run_kernel(X, w, centers)
+    new = centers.copy()
+    full = wsums > 0
+    new[full] = sums[full] / wsums[full, None]
+    after = _run_kernel(X, w, new)[4]
+    # Exact arithmetic gives after <= before. Rounding: a relative 1e-12 on the sums, plus the
+    # rounding of each new center coordinate, a weighted mean of up to n terms, so off by up to
+    # about (n + 2) eps max|x|; that costs sum(w) * d * ((n + 2) eps max|x|)^2 even when ``before``
+    # is 0 (all points of a cluster identical).
+    n, d = X.shape
+    slack = 1e-12 * before + w.sum() * d * ((n + 2) * EPS * max(1.0, np.abs(X).max())) ** 2
+    assert after <= before + slack
+
+
+@given(problem=blob_problems(min_weight=0))
+def test_lloyd_iteration_integer_weights_equal_duplicates(problem):
+    X, w, centers = problem
+    reps = w.astype(np.int64)
+    Xd = np.repeat(X, reps, axis=0)
+    labels, dist, sums, wsums, inertia = _run_kernel(X, w, centers)
+    d_labels, d_dist, d_sums, d_wsums, d_inertia = _run_kernel(Xd, np.ones(len(Xd)), centers)
+    np.testing.assert_array_equal(np.repeat(labels, reps), d_labels)
+    np.testing.assert_array_equal(_bits(np.repeat(dist, reps)), _bits(d_dist))
+    np.testing.assert_array_equal(wsums, d_wsums)  # integers: exact
+    np.testing.assert_allclose(sums, d_sums, rtol=1e-12, atol=1e-12 * np.abs(X).sum())
+    np.testing.assert_allclose(inertia, d_inertia, rtol=1e-12)
+
+
+@settings(max_examples=30)
+@given(problem=blob_problems(min_weight=1))
+def test_kmeans_integer_weights_equal_duplicates(problem):
+    X, w, centers = problem
+    try:  # relocation of empty clusters moves a row with all its weight: exclude that case
+        kmeans_lloyd_reference(X, w, centers, max_iter=100, tol=0.0)
+    except AssertionError:
+        assume(False)
+    reps = w.astype(np.int64)
+    k = centers.shape[0]
+    weighted = fedcore.KMeans(k, init=centers, n_init=1, max_iter=100, tol=0.0).fit(
+        X, sample_weight=w)
+    duplicated = fedcore.KMeans(k, init=centers, n_init=1, max_iter=100, tol=0.0).fit(
+        np.repeat(X, reps, axis=0))
+    np.testing.assert_array_equal(np.repeat(weighted.labels_, reps), duplicated.labels_)
+    np.testing.assert_allclose(weighted.cluster_centers_, duplicated.cluster_centers_,
+                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(weighted.inertia_, duplicated.inertia_, rtol=1e-10)
+    assert weighted.n_iter_ == duplicated.n_iter_
+
+
+# ------------------------------------------------------------------------------------------
+# Same bits for any thread count
+# ------------------------------------------------------------------------------------------
+
+def _with_threads(n_threads, fn):
+    if numba.config.NUMBA_NUM_THREADS < n_threads:
+        pytest.skip(f"Numba was started with {numba.config.NUMBA_NUM_THREADS} thread(s)")
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(n_threads)
+        return fn()
+    finally:
+        numba.set_num_threads(old)
+
+
+def _assert_same_bits(a, b):
+    assert type(a) is type(b) or np.isscalar(a)
+    if isinstance(a, tuple):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _assert_same_bits(x, y)
+        return
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape
+    if a.dtype.kind == "f":
+        np.testing.assert_array_equal(np.atleast_1d(a).view(np.uint8), np.atleast_1d(b).view(np.uint8))
+    else:
+        np.testing.assert_array_equal(a, b)
+
+
+def _threads_problem():
+    rng = np.random.default_rng(9)
+    n = 3 * CHUNK + 17
+    means = rng.normal(scale=4.0, size=(8, 5))
+    X = means[rng.integers(0, 8, size=n)] + rng.normal(size=(n, 5))
+    return X, rng.random(n) * 3, rng.normal(scale=4.0, size=(7, 5))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lloyd_iteration_same_bits_one_and_two_threads(dtype):
+    X, w, centers = _threads_problem()
+    X = X.astype(dtype)
+    one = _with_threads(1, lambda: _run_kernel(X, w, centers))
+    two = _with_threads(2, lambda: _run_kernel(X, w, centers))
+    _assert_same_bits(one, two)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kmeans_plusplus_kernel_same_bits_one_and_two_threads(dtype):
+    X, w, _ = _threads_problem()
+    X = X.astype(dtype)
+    kernel = importlib.import_module("fedcore.algorithms.kmeans")._kmeans_plusplus
+    u = np.random.default_rng(1).random(9)
+    one = _with_threads(1, lambda: tuple(np.asarray(a) for a in kernel(X, w, u)))
+    two = _with_threads(2, lambda: tuple(np.asarray(a) for a in kernel(X, w, u)))
+    _assert_same_bits(one, two)
+    np.testing.assert_array_equal(one[0], kmeanspp_reference(X, w, u, CHUNK)[0])
+
+
+def test_kmeans_fit_same_bits_one_and_two_threads():
+    X, w, _ = _threads_problem()
+
+    def fit():
+        km = fedcore.KMeans(6, n_init=2, random_state=3, max_iter=20).fit(X, sample_weight=w)
+        return (km.cluster_centers_, km.labels_, np.float64(km.inertia_), np.int64(km.n_iter_))
+
+    _assert_same_bits(_with_threads(1, fit), _with_threads(2, fit))
