@@ -6,8 +6,9 @@ import numpy as np
 from .._validation import (check_array, check_int, check_random_state, check_sample_weight,
                            check_scalar)
 from ..kernels.distances import assign_nearest, pairwise_sq_distances
-from ..kernels.lloyd import lloyd_iteration
-from ..kernels.seeding import center_gaps, chunk_sums, d2_update, n_chunks, pick_index, pick_product
+from ..kernels.lloyd import lloyd_iteration_bounded
+from ..kernels.seeding import (center_gaps, chunk_sums, d2_refresh, d2_update, min_sq_distance,
+                               n_chunks, pick_index, pick_product)
 from ._base import BaseEstimator, check_is_fitted
 
 __all__ = ["kmeans_plusplus", "KMeans"]
@@ -43,16 +44,86 @@ def _kmeans_plusplus(X, weights, uniforms, prefix=()):
             elif sums.max() > 0.0:
                 row = pick_product(weights, mind, sums, u)
             else:  # degenerate rule: by weight among rows not yet chosen
-                free = weights.copy()
-                free[rows[:t]] = 0.0
-                free_sums = np.empty_like(sums)
-                chunk_sums(free, free_sums)
-                row = pick_index(free, free_sums, u)
+                row = _pick_unchosen(weights, rows[:t], u)
         rows[t] = row
         centers[t] = X[row]
         center_gaps(centers, t, gaps)
         d2_update(X, centers[t], weights, t, gaps, labels, mind, sums)
     return rows, labels, mind
+
+
+def _kmeans_plusplus_lazy(X, weights, rng, n_clusters, prefix=(), max_pending=32,
+                          max_rejections=4):
+    """k-means++ with the distribution of :func:`_kmeans_plusplus`, reading ``X`` far less often.
+
+    Returns (rows, labels, mind) as :func:`_kmeans_plusplus`; ``labels`` and ``mind`` are
+    bit-identical to what it computes for the same centers.
+
+    D^2 values only shrink as centers are added, so values refreshed when ``s`` centers existed are
+    upper bounds ``b_i >= m_i`` on the current ones. A center is drawn by rejection: propose ``i``
+    with probability ``w_i b_i / sum w b`` (stale chunk sums, no pass over X), compute ``m_i``
+    against the centers added since the refresh only, accept with probability ``m_i / b_i``.
+    Accepted draws have probability proportional to ``w_i m_i``: exactly D^2 sampling. After
+    ``max_rejections`` rejections in a row, or ``max_pending`` centers since the last refresh, one
+    pass over X applies all pending centers (:func:`~fedcore.kernels.seeding.d2_refresh`) and the
+    draw is direct. The number of uniforms drawn from ``rng`` depends on the data.
+    """
+    n, d = X.shape
+    rows = np.empty(n_clusters, dtype=np.int64)
+    centers = np.empty((n_clusters, d), dtype=np.float64)
+    labels = np.full(n, -1, dtype=np.int64)
+    mind = np.full(n, np.inf)
+    sums = np.empty(n_chunks(n))
+    state = {"fresh": 0}
+
+    def refresh(stop):
+        start = state["fresh"]
+        if stop > start:
+            gaps = ((centers[start:stop, None, :] - centers[None, :stop, :]) ** 2).sum(axis=2)
+            d2_refresh(X, centers, start, stop, gaps, weights, labels, mind, sums)
+            state["fresh"] = stop
+
+    for t in range(n_clusters):
+        if t < len(prefix):
+            row = int(prefix[t])
+        elif t == 0:
+            chunk_sums(weights, sums)
+            row = pick_index(weights, sums, rng.random())
+        else:
+            row = _draw_lazy(X, weights, rng, centers, t, state, refresh, mind, sums, rows,
+                             max_rejections)
+        rows[t] = row
+        centers[t] = X[row]
+        if t + 1 - state["fresh"] >= max_pending:
+            refresh(t + 1)
+    refresh(n_clusters)
+    return rows, labels, mind
+
+
+def _draw_lazy(X, weights, rng, centers, t, state, refresh, mind, sums, rows, max_rejections):
+    """Draw center ``t`` by rejection from stale D^2 bounds (see :func:`_kmeans_plusplus_lazy`)."""
+    rejections = 0
+    while True:
+        if sums.max() == 0.0:  # every bound is 0, so every D^2 is 0: the degenerate rule
+            return _pick_unchosen(weights, rows[:t], rng.random())
+        if state["fresh"] == t:  # bounds are exact: draw directly
+            return pick_product(weights, mind, sums, rng.random())
+        u, v = rng.random(2)
+        row = pick_product(weights, mind, sums, u)
+        bound = mind[row]
+        if v * bound < min_sq_distance(X, row, centers, state["fresh"], t, bound):
+            return row
+        rejections += 1
+        if rejections >= max_rejections:
+            refresh(t)
+
+
+def _pick_unchosen(weights, chosen, u):
+    free = weights.copy()
+    free[chosen] = 0.0
+    sums = np.empty(n_chunks(free.shape[0]))
+    chunk_sums(free, sums)
+    return pick_index(free, sums, u)
 
 
 def _check_n_clusters(n_clusters, weights):
@@ -69,9 +140,9 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None):
 
     The first center is drawn by weight, each next one by weighted D^2 sampling; when every
     remaining point has zero D^2 weight (duplicates), the next center is drawn by weight among the
-    points not yet chosen. Exactly ``n_clusters`` uniforms ``rng.random(n_clusters)`` are consumed
-    from ``rng = numpy.random.default_rng(random_state)``; the same seed gives the same centers for
-    any thread count.
+    points not yet chosen. Draws are exact but read X far fewer than ``n_clusters`` times: rejection
+    sampling from stale D^2 bounds with occasional multi-center refresh passes (see
+    ``_kmeans_plusplus_lazy``). The same seed gives the same centers for any thread count.
 
     Parameters
     ----------
@@ -97,7 +168,7 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None):
     weights = check_sample_weight(sample_weight, X.shape[0])
     n_clusters = _check_n_clusters(n_clusters, weights)
     rng = check_random_state(random_state)
-    rows, _, _ = _kmeans_plusplus(X, weights, rng.random(n_clusters))
+    rows, _, _ = _kmeans_plusplus_lazy(X, weights, rng, n_clusters)
     return X[rows].copy(), rows
 
 
@@ -110,12 +181,13 @@ def _tolerance(X, weights, tol):
     return float(np.mean(variances) * tol)
 
 
-def _relocate_empty(X, weights, distances, labels, center_sums, weight_sums):
+def _relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sums):
     """Give each empty cluster the farthest positive-weight row (deterministic rule).
 
     Empty clusters, in increasing index, take the rows farthest from their assigned center
     (largest squared distance; ties by lowest row index) among rows of positive weight; each row
-    moves with its weight out of its old cluster. Modifies the sums in place.
+    moves with its weight out of its old cluster. Modifies the sums in place and resets the moved
+    rows' lower bounds.
     """
     empty = np.flatnonzero(weight_sums == 0.0)
     if empty.size == 0:
@@ -131,6 +203,17 @@ def _relocate_empty(X, weights, distances, labels, center_sums, weight_sums):
         center_sums[j] = w * x
         weight_sums[j] = w
         labels[row] = j
+        lower[row] = 0.0
+
+
+def _half_separation(centers):
+    """Half the distance from each center to its nearest other center (inf when k = 1)."""
+    k = centers.shape[0]
+    if k == 1:
+        return np.full(1, np.inf)
+    gram = ((centers[:, None, :] - centers[None, :, :]) ** 2).sum(axis=2)
+    np.fill_diagonal(gram, np.inf)
+    return 0.5 * np.sqrt(gram.min(axis=1))
 
 
 def _lloyd(X, weights, centers, max_iter, tol):
@@ -138,31 +221,40 @@ def _lloyd(X, weights, centers, max_iter, tol):
 
     Stops when the labels no longer change (strict convergence) or when the squared center shift is
     at most ``tol`` (absolute), or after ``max_iter`` iterations; then labels and inertia are
-    recomputed for the final centers.
+    recomputed for the final centers. Iterations use exact distance bounds to skip rows whose
+    nearest center cannot change (:func:`fedcore.kernels.lloyd.lloyd_iteration_bounded`); results
+    equal plain Lloyd bit for bit.
     """
     n, d = X.shape
     k = centers.shape[0]
     centers = np.array(centers, dtype=np.float64, order="C")
-    labels = np.empty(n, dtype=np.int64)
+    labels = np.zeros(n, dtype=np.int64)
     labels_old = np.full(n, -1, dtype=np.int64)
+    lower = np.zeros(n)
     distances = np.empty(n)
     center_sums = np.empty((k, d))
     weight_sums = np.empty(k)
+    # Distances are at most 2 sqrt(d) max|coordinate|; rounding in the bounds is far below this.
+    margin = 1e-9 * 2.0 * np.sqrt(d) * max(float(np.abs(X).max()), float(np.abs(centers).max()))
     n_iter = 0
     for n_iter in range(1, max_iter + 1):
-        lloyd_iteration(X, weights, centers, labels, distances, center_sums, weight_sums)
-        _relocate_empty(X, weights, distances, labels, center_sums, weight_sums)
+        lloyd_iteration_bounded(X, weights, centers, _half_separation(centers), margin, labels,
+                                lower, distances, center_sums, weight_sums)
+        _relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sums)
         new_centers = centers.copy()
         full = weight_sums > 0.0
         new_centers[full] = center_sums[full] / weight_sums[full, None]
-        shift = float(((new_centers - centers) ** 2).sum())
+        drift = np.sqrt(((new_centers - centers) ** 2).sum(axis=1))
+        lower -= drift.max()
+        shift = float((drift ** 2).sum())
         centers = new_centers
         if np.array_equal(labels, labels_old):
             break
         if shift <= tol:
             break
         labels_old[:] = labels
-    inertia = lloyd_iteration(X, weights, centers, labels, distances, center_sums, weight_sums)
+    inertia = lloyd_iteration_bounded(X, weights, centers, _half_separation(centers), margin,
+                                      labels, lower, distances, center_sums, weight_sums)
     return centers, labels, inertia, n_iter
 
 
@@ -239,7 +331,7 @@ class KMeans(BaseEstimator):
             if self.init != "k-means++":
                 raise ValueError(f"Argument 'init' must be 'k-means++' or an array, got {self.init!r}")
             for _ in range(n_init):
-                rows, _, _ = _kmeans_plusplus(X, weights, rng.random(k))
+                rows, _, _ = _kmeans_plusplus_lazy(X, weights, rng, k)
                 yield X[rows]
             return
         init = check_array(self.init, "init", dtype=("float64",))

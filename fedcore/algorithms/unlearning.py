@@ -5,7 +5,7 @@ import numpy as np
 
 from .._validation import check_array, check_ids, check_int, check_random_state, check_scalar
 from ._base import BaseEstimator, check_is_fitted
-from .kmeans import _check_n_clusters, _kmeans_plusplus, _lloyd, _tolerance
+from .kmeans import _check_n_clusters, _kmeans_plusplus_lazy, _lloyd, _tolerance
 
 __all__ = ["UnlearnableKMeans", "RemovalResult"]
 
@@ -98,8 +98,8 @@ class UnlearnableKMeans(BaseEstimator):
 
     def _seed(self, prefix):
         """Redraw centers after ``prefix`` (Alg. 3 lines 11-14) and reassign every point."""
-        rows, labels, _ = _kmeans_plusplus(self._X, self._weights,
-                                           self._rng.random(self._k - len(prefix)), prefix)
+        rows, labels, _ = _kmeans_plusplus_lazy(self._X, self._weights, self._rng, self._k,
+                                                prefix)
         self._slot[self._rows] = -1
         self._rows = rows
         self._slot[rows] = np.arange(self._k)

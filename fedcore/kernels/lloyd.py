@@ -2,17 +2,88 @@
 
 Rows are split into fixed chunks of ``CHUNK_SIZE``; each chunk writes its own partial sums and the
 partials are merged serially in chunk order, so every output is bit-identical for any thread count.
+
+:func:`lloyd_iteration_bounded` skips the distances to the other centers for rows whose nearest
+center provably cannot change (Hamerly 2010: one lower bound per row on the distance to its second
+nearest center, and half the distance from its center to the nearest other center). The distance
+to the row's own center is always recomputed exactly, so labels, distances, sums and inertia are
+bit-identical to :func:`lloyd_iteration`.
 """
 import numpy as np
 from numba import njit, prange
 
 from .._config import CHUNK_SIZE, NUMBA_CACHE
-from .distances import nearest_center
+from .distances import row_distances
 
-__all__ = ["lloyd_iteration"]
+__all__ = ["lloyd_iteration", "lloyd_iteration_bounded"]
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _own_distance(X, i, centers, a):
+    acc = 0.0
+    for f in range(X.shape[1]):
+        t = np.float64(X[i, f]) - centers[a, f]
+        acc += t * t
+    return acc
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
+def _lloyd_chunks(X, weights, centers, half_sep, margin, use_bounds, labels, lower, distances,
+                  center_sums, weight_sums):
+    n, d = X.shape
+    k = centers.shape[0]
+    centers_t = np.ascontiguousarray(centers.T)
+    n_chunks = max(1, -(-n // CHUNK_SIZE))
+    part_sums = np.zeros((n_chunks, k, d))
+    part_weights = np.zeros((n_chunks, k))
+    part_inertia = np.zeros(n_chunks)
+    for c in prange(n_chunks):
+        buf = np.empty(k)
+        acc = 0.0
+        for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
+            skip = False
+            a = 0
+            dist = 0.0
+            if use_bounds and lower[i] > 0.0:
+                a = labels[i]
+                dist = _own_distance(X, i, centers, a)
+                bound = max(lower[i], half_sep[a])
+                skip = np.sqrt(dist) + margin < bound
+            if not skip:
+                row_distances(X, i, centers_t, buf)
+                a = 0
+                dist = buf[0]
+                second = np.inf
+                for j in range(1, k):
+                    if buf[j] < dist:
+                        second = dist
+                        dist = buf[j]
+                        a = j
+                    elif buf[j] < second:
+                        second = buf[j]
+                labels[i] = a
+                if use_bounds:
+                    lower[i] = np.sqrt(second)
+            distances[i] = dist
+            w = weights[i]
+            acc += w * dist
+            part_weights[c, a] += w
+            for f in range(d):
+                part_sums[c, a, f] += w * np.float64(X[i, f])
+        part_inertia[c] = acc
+    center_sums[:] = 0.0
+    weight_sums[:] = 0.0
+    inertia = 0.0
+    for c in range(n_chunks):
+        inertia += part_inertia[c]
+        for j in range(k):
+            weight_sums[j] += part_weights[c, j]
+            for f in range(d):
+                center_sums[j, f] += part_sums[c, j, f]
+    return inertia
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
 def lloyd_iteration(X, weights, centers, labels, distances, center_sums, weight_sums):
     """Assign every row to its nearest center and accumulate the M-step statistics.
 
@@ -31,33 +102,27 @@ def lloyd_iteration(X, weights, centers, labels, distances, center_sums, weight_
     inertia : float
         ``sum_i weights[i] * distances[i]`` for the given centers (MUFC eq. (1), weighted).
     """
-    n, d = X.shape
-    k = centers.shape[0]
-    centers_t = np.ascontiguousarray(centers.T)
-    n_chunks = max(1, -(-n // CHUNK_SIZE))
-    part_sums = np.zeros((n_chunks, k, d))
-    part_weights = np.zeros((n_chunks, k))
-    part_inertia = np.zeros(n_chunks)
-    for c in prange(n_chunks):
-        buf = np.empty(k)
-        acc = 0.0
-        for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
-            j, dist = nearest_center(X, i, centers_t, buf)
-            labels[i] = j
-            distances[i] = dist
-            w = weights[i]
-            acc += w * dist
-            part_weights[c, j] += w
-            for f in range(d):
-                part_sums[c, j, f] += w * np.float64(X[i, f])
-        part_inertia[c] = acc
-    center_sums[:] = 0.0
-    weight_sums[:] = 0.0
-    inertia = 0.0
-    for c in range(n_chunks):
-        inertia += part_inertia[c]
-        for j in range(k):
-            weight_sums[j] += part_weights[c, j]
-            for f in range(d):
-                center_sums[j, f] += part_sums[c, j, f]
-    return inertia
+    empty = np.empty(0)
+    return _lloyd_chunks(X, weights, centers, empty, 0.0, False, labels, empty, distances,
+                         center_sums, weight_sums)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def lloyd_iteration_bounded(X, weights, centers, half_sep, margin, labels, lower, distances,
+                            center_sums, weight_sums):
+    """:func:`lloyd_iteration` that skips rows whose nearest center cannot change.
+
+    Extra parameters
+    ----------------
+    half_sep : float64 (k,)   IN, half the distance from each center to its nearest other center
+    margin : float            IN, absolute slack against rounding in the bounds (>= 0)
+    labels : int64 (n,)       IN/OUT, the previous labels are read where ``lower > 0``
+    lower : float64 (n,)      IN/OUT, lower bound on the distance (not squared) from each row to
+                              every center other than its own; 0 forces a full scan. The caller
+                              decreases it by the largest center drift between iterations.
+
+    A row is skipped when ``sqrt(d(x, c_a)) + margin < max(lower, half_sep[a])``: then ``c_a`` is
+    strictly nearest, so the skip never changes a label (Hamerly 2010, eq. for the bound test).
+    """
+    return _lloyd_chunks(X, weights, centers, half_sep, margin, True, labels, lower, distances,
+                         center_sums, weight_sums)

@@ -10,8 +10,10 @@ import numpy as np
 from numba import njit, prange
 
 from .._config import CHUNK_SIZE, NUMBA_CACHE
+from .distances import row_distances
 
-__all__ = ["n_chunks", "chunk_sums", "pick_index", "pick_product", "d2_update", "center_gaps"]
+__all__ = ["n_chunks", "chunk_sums", "pick_index", "pick_product", "d2_update", "center_gaps",
+           "min_sq_distance", "d2_refresh"]
 
 # Skip a row only when the triangle inequality proves, with this relative margin against rounding,
 # that the new center is not strictly closer (see d2_update).
@@ -137,5 +139,65 @@ def d2_update(X, center, weights, slot, gaps, labels, mind, sums):
                     mind[i] = dist
                     labels[i] = slot
                     m = dist
+            acc += weights[i] * m
+        sums[c] = acc
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def min_sq_distance(X, i, centers, start, stop, bound):
+    """``min(bound, d^2(X[i], centers[j]) for start <= j < stop)``, each distance a sequential sum.
+
+    IN ``X`` float32/float64 (n, d); ``centers`` float64 (k, d). Used to accept or reject a
+    candidate drawn from stale D^2 bounds (see :func:`d2_refresh`).
+    """
+    best = bound
+    for j in range(start, stop):
+        acc = 0.0
+        for f in range(X.shape[1]):
+            t = np.float64(X[i, f]) - centers[j, f]
+            acc += t * t
+        if acc < best:
+            best = acc
+    return best
+
+
+@njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
+def d2_refresh(X, centers, start, stop, gaps, weights, labels, mind, sums):
+    """Add centers ``start..stop-1`` in one pass over ``X``: the same result as calling
+    :func:`d2_update` for each of them in order, bit for bit.
+
+    IN ``X`` float32/float64 (n, d); ``centers`` float64 (>= stop, d); ``gaps`` float64
+    (stop - start, >= stop) with ``gaps[p, a]`` the squared distance between centers
+    ``start + p`` and ``a``. IN/OUT ``labels`` int64 (n,), ``mind`` float64 (n,). OUT ``sums``
+    float64 (n_chunks,): chunk sums of ``weights * mind``.
+
+    A row is skipped when every new center passes the pruning test of :func:`d2_update` against
+    the row's current center (then none of them can move it); otherwise the distances to all new
+    centers are computed, vectorized over centers, and applied in order with a strict ``<``.
+    """
+    n, d = X.shape
+    P = stop - start
+    centers_t = np.ascontiguousarray(centers[start:stop].T)
+    for c in prange(sums.shape[0]):
+        buf = np.empty(P)
+        acc = 0.0
+        for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
+            a = labels[i]
+            m = mind[i]
+            needed = a < 0
+            if not needed:
+                limit = _PRUNE_MARGIN * m
+                for p in range(P):
+                    if gaps[p, a] <= limit:
+                        needed = True
+                        break
+            if needed:
+                row_distances(X, i, centers_t, buf)
+                for p in range(P):
+                    if buf[p] < m:
+                        m = buf[p]
+                        a = start + p
+                mind[i] = m
+                labels[i] = a
             acc += weights[i] * m
         sums[c] = acc

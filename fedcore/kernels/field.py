@@ -1,0 +1,361 @@
+"""Arithmetic in the prime field F_p, for any prime p < 2**62 passed as an argument.
+
+Field elements are int64 values in [0, p). Products are exact: the 64 x 64 -> 128-bit product is
+formed by an LLVM intrinsic (one ``mul`` instruction on x86-64) and reduced by Barrett's method
+(Menezes, van Oorschot and Vanstone, Handbook of Applied Cryptography, Alg. 14.42) with constants
+derived from p, or by folding for the Mersenne prime 2**61 - 1 (the default SCMA field). No floating
+point is involved, so every bit is exact for any p < 2**62.
+
+Kernels that multiply many times take ``p`` and build a *field context* once with
+:func:`field_context`; the context is a tuple ``(p, mu, s, r64, kind)`` of int64 that the inline
+helpers (``mulmod_ctx``, ``mac``, ``reduce_wide``) read. Sums of products are accumulated lazily in
+128 bits (``mac``) and reduced once per ``accumulation_limit(ctx)`` terms.
+"""
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+from .._config import NUMBA_CACHE
+
+__all__ = [
+    "MERSENNE_61", "MAX_PRIME", "is_prime", "field_context", "mulmod", "mulmod_ctx", "powmod",
+    "powmod_ctx", "inverse", "batch_inverse", "batch_inverse_ctx", "addmod", "submod", "mac",
+    "reduce_wide", "accumulation_limit", "dot_forward", "dot_reverse", "add_into", "sub_into",
+    "scale_into",
+]
+
+MERSENNE_61 = (1 << 61) - 1
+"""The default SCMA prime 2**61 - 1 (products reduce by shifts and adds)."""
+MAX_PRIME = 1 << 62
+"""Exclusive upper bound on the primes the kernels accept."""
+
+KIND_GENERIC = 0
+KIND_MERSENNE_61 = 1
+KIND_SMALL = 2  # p < 2**32: a product fits in 64 bits, so 128-bit sums never overflow in practice
+
+_MR_BASES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
+
+
+def is_prime(n):
+    """Deterministic Miller-Rabin primality test for integers below 3.3e24 (pure Python).
+
+    The first twelve primes as bases are a proven witness set for n < 3.3e24 (Sorenson and Webster,
+    2015), which covers every p < 2**62 the kernels accept.
+    """
+    n = int(n)
+    if n < 2:
+        return False
+    for q in _MR_BASES:
+        if n % q == 0:
+            return n == q
+    d, r = n - 1, 0
+    while d % 2 == 0:
+        d //= 2
+        r += 1
+    for a in _MR_BASES:
+        x = pow(a, d, n)
+        if x in (1, n - 1):
+            continue
+        for _ in range(r - 1):
+            x = x * x % n
+            if x == n - 1:
+                break
+        else:
+            return False
+    return True
+
+
+@intrinsic
+def _mulhi(typingctx, a, b):
+    """High 64 bits of the 128-bit product of two uint64 (zext, mul i128, lshr 64, trunc)."""
+    sig = types.uint64(types.uint64, types.uint64)
+
+    def codegen(context, builder, signature, args):
+        i128 = ir.IntType(128)
+        prod = builder.mul(builder.zext(args[0], i128), builder.zext(args[1], i128))
+        return builder.trunc(builder.lshr(prod, ir.Constant(i128, 64)), ir.IntType(64))
+
+    return sig, codegen
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def field_context(p):
+    """Constants for arithmetic mod p.
+
+    Parameters
+    ----------
+    p : int64
+        Odd prime, 3 <= p < 2**62 (not checked here).
+
+    Returns
+    -------
+    ctx : tuple of five int64
+        ``(p, mu, s, r64, kind)`` where s is the bit length of p, ``mu = floor(2**(2s) / p)`` is
+        Barrett's constant (< 2**63), ``r64 = 2**64 mod p`` and ``kind`` selects the reduction
+        (0 generic Barrett, 1 Mersenne 2**61 - 1, 2 small p < 2**32).
+    """
+    s = 0
+    while (np.int64(1) << s) <= p:
+        s += 1
+    # Long division of 2**(2s) by p, one bit at a time; r < p < 2**62 so 2r never overflows.
+    r = np.int64(1)
+    mu = np.int64(0)
+    for _ in range(2 * s):
+        r = r * 2
+        mu = mu * 2
+        if r >= p:
+            r -= p
+            mu += 1
+    r64 = np.int64(1)
+    for _ in range(64):
+        r64 = r64 * 2
+        if r64 >= p:
+            r64 -= p
+    kind = KIND_GENERIC
+    if p == MERSENNE_61:
+        kind = KIND_MERSENNE_61
+    elif s <= 32:
+        kind = KIND_SMALL
+    return (np.int64(p), mu, np.int64(s), r64, np.int64(kind))
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _fold_mersenne61(hi, lo):
+    """x mod (2**61 - 1) for the 128-bit x = hi * 2**64 + lo (uint64 halves)."""
+    m = np.uint64(MERSENNE_61)
+    t = (lo & m) + ((lo >> np.uint64(61)) | ((hi << np.uint64(3)) & m)) + (hi >> np.uint64(58))
+    r = (t & m) + (t >> np.uint64(61))
+    if r >= m:
+        r -= m
+    return np.int64(r)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def mulmod_ctx(a, b, ctx):
+    """a * b mod p for int64 a, b in [0, p); ``ctx`` from :func:`field_context`."""
+    ua = np.uint64(a)
+    ub = np.uint64(b)
+    lo = ua * ub
+    hi = _mulhi(ua, ub)
+    if ctx[4] == KIND_MERSENNE_61:
+        return _fold_mersenne61(hi, lo)
+    # Barrett (HAC Alg. 14.42 with base 2, k = s): q = floor(floor(x / 2**(s-1)) * mu / 2**(s+1)).
+    up = np.uint64(ctx[0])
+    sm1 = np.uint64(ctx[2] - 1)
+    sp1 = np.uint64(ctx[2] + 1)
+    x1 = (lo >> sm1) | (hi << (np.uint64(64) - sm1))
+    umu = np.uint64(ctx[1])
+    q = ((x1 * umu) >> sp1) | (_mulhi(x1, umu) << (np.uint64(64) - sp1))
+    r = lo - q * up  # the true remainder is below 3p < 2**64, so wrap-around arithmetic is exact
+    if r >= up:
+        r -= up
+    if r >= up:
+        r -= up
+    return np.int64(r)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def addmod(a, b, p):
+    """a + b mod p for int64 a, b in [0, p)."""
+    c = a + b
+    if c >= p:
+        c -= p
+    return c
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def submod(a, b, p):
+    """a - b mod p for int64 a, b in [0, p)."""
+    c = a - b
+    if c < 0:
+        c += p
+    return c
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def mac(hi, lo, a, b):
+    """Add the 128-bit product a * b (int64 in [0, p)) to the accumulator (hi, lo) of uint64."""
+    ua = np.uint64(a)
+    ub = np.uint64(b)
+    pl = ua * ub
+    lo2 = lo + pl
+    hi2 = hi + _mulhi(ua, ub) + np.uint64(lo2 < pl)
+    return hi2, lo2
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def reduce_wide(hi, lo, ctx):
+    """(hi * 2**64 + lo) mod p for a 128-bit accumulator of uint64 halves."""
+    if ctx[4] == KIND_MERSENNE_61:
+        return _fold_mersenne61(hi, lo)
+    up = np.uint64(ctx[0])
+    h = np.int64(hi % up)
+    l_ = np.int64(lo % up)
+    return addmod(mulmod_ctx(h, ctx[3], ctx), l_, ctx[0])
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def accumulation_limit(ctx):
+    """How many products of elements of [0, p) a 128-bit accumulator can sum without overflow."""
+    if ctx[4] == KIND_MERSENNE_61:
+        return np.int64(64)  # 64 * (2**61 - 2)**2 < 2**128
+    spare = 128 - 2 * ctx[2]  # each product is below p**2 < 2**(2s)
+    if spare >= 62:
+        return np.int64(1) << 62
+    return np.int64(1) << spare
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def dot_forward(a, ao, b, bo, n, ctx):
+    """sum_{i<n} a[ao + i] * b[bo + i] mod p (int64 arrays of field elements)."""
+    lim = accumulation_limit(ctx)
+    total = np.int64(0)
+    i = 0
+    while i < n:
+        stop = min(n, i + lim)
+        hi = np.uint64(0)
+        lo = np.uint64(0)
+        for k in range(i, stop):
+            hi, lo = mac(hi, lo, a[ao + k], b[bo + k])
+        total = addmod(total, reduce_wide(hi, lo, ctx), ctx[0])
+        i = stop
+    return total
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def dot_reverse(a, ao, b, bo, n, ctx):
+    """sum_{i<n} a[ao + i] * b[bo - i] mod p (a convolution term)."""
+    lim = accumulation_limit(ctx)
+    total = np.int64(0)
+    i = 0
+    while i < n:
+        stop = min(n, i + lim)
+        hi = np.uint64(0)
+        lo = np.uint64(0)
+        for k in range(i, stop):
+            hi, lo = mac(hi, lo, a[ao + k], b[bo - k])
+        total = addmod(total, reduce_wide(hi, lo, ctx), ctx[0])
+        i = stop
+    return total
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def mulmod(a, b, p):
+    """a * b mod p (convenience form; hot loops build the context once and use ``mulmod_ctx``)."""
+    return mulmod_ctx(a, b, field_context(p))
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def powmod_ctx(a, e, ctx):
+    """a**e mod p by left-to-right square and multiply; e >= 0 (int64)."""
+    result = np.int64(1) % ctx[0]
+    if e == 0:
+        return result
+    top = 0
+    while (e >> (top + 1)) > 0:
+        top += 1
+    for bit in range(top, -1, -1):
+        result = mulmod_ctx(result, result, ctx)
+        if (e >> bit) & 1:
+            result = mulmod_ctx(result, a, ctx)
+    return result
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def powmod(a, e, p):
+    """a**e mod p for int64 a in [0, p), e >= 0."""
+    return powmod_ctx(a, e, field_context(p))
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def inverse(a, p):
+    """a**-1 mod p by the extended Euclidean algorithm; raises ZeroDivisionError for a = 0.
+
+    The Bezout coefficient stays within (-p, p), so int64 never overflows for p < 2**62.
+    """
+    if a == 0:
+        raise ZeroDivisionError("0 has no inverse modulo p")
+    t = np.int64(0)
+    new_t = np.int64(1)
+    r = np.int64(p)
+    new_r = np.int64(a)
+    while new_r != 0:
+        q = r // new_r
+        t, new_t = new_t, t - q * new_t
+        r, new_r = new_r, r - q * new_r
+    if t < 0:
+        t += p
+    return t
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def batch_inverse_ctx(a, n, out, ctx):
+    """out[:n] = a[:n]**-1 mod p by Montgomery's trick (3(n-1) products and one inversion).
+
+    Returns the index of the first zero in ``a[:n]`` (nothing useful is written then), or -1.
+    ``out`` may be ``a`` itself.
+    """
+    p = ctx[0]
+    if n == 0:
+        return -1
+    prefix = np.empty(n, dtype=np.int64)
+    acc = np.int64(1)
+    for i in range(n):
+        if a[i] == 0:
+            return i
+        prefix[i] = acc
+        acc = mulmod_ctx(acc, a[i], ctx)
+    inv = inverse(acc, p)  # inverse of the product of all entries
+    for i in range(n - 1, -1, -1):
+        ai = a[i]
+        out[i] = mulmod_ctx(inv, prefix[i], ctx)
+        inv = mulmod_ctx(inv, ai, ctx)
+    return -1
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def batch_inverse(a, out, p):
+    """Invert every entry of ``a``.
+
+    Parameters
+    ----------
+    a : ndarray of shape (n,), int64
+        IN. Nonzero field elements in [1, p).
+    out : ndarray of shape (n,), int64
+        OUT. ``out[i] = a[i]**-1 mod p``; may alias ``a``.
+    p : int
+        Odd prime below 2**62.
+
+    Raises ZeroDivisionError if some entry is zero.
+    """
+    bad = batch_inverse_ctx(a, a.shape[0], out, field_context(p))
+    if bad >= 0:
+        raise ZeroDivisionError("batch_inverse: an entry is 0")
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def add_into(acc, x, p):
+    """acc[i] = acc[i] + x[i] mod p, in place (int64 arrays of equal shape, entries in [0, p))."""
+    a = acc.reshape(-1)
+    b = x.reshape(-1)
+    for i in range(a.shape[0]):
+        a[i] = addmod(a[i], b[i], p)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def sub_into(acc, x, p):
+    """acc[i] = acc[i] - x[i] mod p, in place."""
+    a = acc.reshape(-1)
+    b = x.reshape(-1)
+    for i in range(a.shape[0]):
+        a[i] = submod(a[i], b[i], p)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def scale_into(acc, c, p):
+    """acc[i] = c * acc[i] mod p, in place (c in [0, p))."""
+    ctx = field_context(p)
+    a = acc.reshape(-1)
+    for i in range(a.shape[0]):
+        a[i] = mulmod_ctx(a[i], c, ctx)

@@ -1,0 +1,531 @@
+"""Polynomials over F_p: multiplication, division, gcd, powers modulo f, evaluation.
+
+A polynomial is an int64 array of coefficients in [0, p), lowest degree first (``a[i]`` multiplies
+x**i); trailing zeros are allowed and the degree is recomputed where it matters (``degree``).
+Products use Karatsuba's recursion above ``KARATSUBA_THRESHOLD`` coefficients and a schoolbook
+convolution with lazy 128-bit accumulation below it. Reduction modulo a fixed monic f of degree
+d >= ``NEWTON_THRESHOLD`` uses a precomputed inverse of the reversed modulus (Newton iteration), so a
+product modulo f costs three half-size products instead of a quadratic long division; this is what
+makes the equal-degree root finder in ``reed_solomon.py`` fast.
+
+All kernels take the prime p (odd, below 2**62) and raise ZeroDivisionError when asked to divide by
+the zero polynomial.
+"""
+import numpy as np
+from numba import njit
+
+from .._config import NUMBA_CACHE
+from .field import (addmod, dot_reverse, field_context, inverse, mulmod_ctx, submod)
+
+__all__ = [
+    "KARATSUBA_THRESHOLD", "NEWTON_THRESHOLD", "degree", "poly_mul", "poly_divmod", "poly_gcd",
+    "poly_powmod", "poly_eval", "poly_eval_rows", "poly_derivative", "poly_from_roots",
+    "series_inverse",
+]
+
+KARATSUBA_THRESHOLD = 32
+NEWTON_THRESHOLD = 64
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def degree(a, n):
+    """Degree of the polynomial a[:n] (-1 for the zero polynomial)."""
+    for i in range(n - 1, -1, -1):
+        if a[i] != 0:
+            return i
+    return -1
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _school_mul(a, ao, na, b, bo, nb, out, oo, ctx):
+    """out[oo : oo + na + nb - 1] = a[ao : ao + na] * b[bo : bo + nb] (schoolbook convolution)."""
+    for k in range(na + nb - 1):
+        i0 = max(0, k - nb + 1)
+        i1 = min(k, na - 1)
+        out[oo + k] = dot_reverse(a, ao + i0, b, bo + k - i0, i1 - i0 + 1, ctx)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _school_sqr(a, ao, n, out, oo, ctx):
+    """out[oo : oo + 2n - 1] = a[ao : ao + n]**2, using the symmetry a_i a_j = a_j a_i."""
+    p = ctx[0]
+    for k in range(2 * n - 1):
+        i0 = max(0, k - n + 1)
+        cnt = (k - 1) // 2 - i0 + 1  # pairs i < k - i
+        s = np.int64(0)
+        if cnt > 0:
+            s = dot_reverse(a, ao + i0, a, ao + k - i0, cnt, ctx)
+            s = addmod(s, s, p)
+        if k % 2 == 0:
+            s = addmod(s, mulmod_ctx(a[ao + k // 2], a[ao + k // 2], ctx), p)
+        out[oo + k] = s
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def karatsuba_scratch(n):
+    """Length of the scratch buffer ``_karatsuba`` needs for operands of length n."""
+    total = 1
+    while n > KARATSUBA_THRESHOLD:
+        hh = n - n // 2
+        total += 4 * hh
+        n = hh
+    return total
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _karatsuba(a, ao, b, bo, n, out, oo, w, wo, square, ctx):
+    """out[oo : oo + 2n - 1] = a[ao : ao + n] * b[bo : bo + n] (b ignored when ``square``).
+
+    Karatsuba: with a = a0 + x**h a1 and b = b0 + x**h b1, the product is
+    z0 + x**h ((a0 + a1)(b0 + b1) - z0 - z2) + x**(2h) z2, three half-size products instead of four.
+    ``w[wo:]`` is scratch of length ``karatsuba_scratch(n)``; ``out`` must not overlap a, b or w[wo:].
+    """
+    if n <= KARATSUBA_THRESHOLD:
+        if square:
+            _school_sqr(a, ao, n, out, oo, ctx)
+        else:
+            _school_mul(a, ao, n, b, bo, n, out, oo, ctx)
+        return
+    p = ctx[0]
+    h = n // 2
+    hh = n - h
+    _karatsuba(a, ao, b, bo, h, out, oo, w, wo, square, ctx)                  # z0
+    out[oo + 2 * h - 1] = 0
+    _karatsuba(a, ao + h, b, bo + h, hh, out, oo + 2 * h, w, wo, square, ctx)  # z2
+    sa = wo
+    sb = wo + hh
+    z1 = wo + 2 * hh
+    for i in range(h):
+        w[sa + i] = addmod(a[ao + i], a[ao + h + i], p)
+    if hh > h:
+        w[sa + h] = a[ao + n - 1]
+    if not square:
+        for i in range(h):
+            w[sb + i] = addmod(b[bo + i], b[bo + h + i], p)
+        if hh > h:
+            w[sb + h] = b[bo + n - 1]
+    _karatsuba(w, sa, w, sb, hh, w, z1, w, z1 + 2 * hh, square, ctx)
+    for i in range(2 * h - 1):
+        w[z1 + i] = submod(w[z1 + i], out[oo + i], p)
+    for i in range(2 * hh - 1):
+        w[z1 + i] = submod(w[z1 + i], out[oo + 2 * h + i], p)
+    for i in range(2 * hh - 1):
+        out[oo + h + i] = addmod(out[oo + h + i], w[z1 + i], p)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def mul_equal(a, b, n, out, w, square, ctx):
+    """out[:2n - 1] = a[:n] * b[:n]; ``w`` is scratch of length ``karatsuba_scratch(n)``."""
+    if n <= 0:
+        return
+    _karatsuba(a, 0, b, 0, n, out, 0, w, 0, square, ctx)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def mul_general(a, na, b, nb, out, ctx):
+    """out[:na + nb - 1] = a[:na] * b[:nb] for any lengths (the longer one is cut into blocks)."""
+    if na == 0 or nb == 0:
+        return
+    if na < nb:
+        a, na, b, nb = b, nb, a, na
+    if nb <= KARATSUBA_THRESHOLD:
+        _school_mul(a, 0, na, b, 0, nb, out, 0, ctx)
+        return
+    p = ctx[0]
+    w = np.empty(karatsuba_scratch(nb), dtype=np.int64)
+    tmp = np.empty(2 * nb - 1, dtype=np.int64)
+    block = np.zeros(nb, dtype=np.int64)
+    out[:na + nb - 1] = 0
+    for start in range(0, na, nb):
+        m = min(nb, na - start)
+        block[:m] = a[start:start + m]
+        block[m:] = 0
+        _karatsuba(block, 0, b, 0, nb, tmp, 0, w, 0, False, ctx)
+        for i in range(m + nb - 1):
+            out[start + i] = addmod(out[start + i], tmp[i], p)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def poly_mul(a, b, out, p):
+    """Product of two polynomials.
+
+    Parameters
+    ----------
+    a, b : ndarray of shape (na,), (nb,), int64
+        IN. Coefficients in [0, p), lowest degree first.
+    out : ndarray of shape (>= na + nb - 1,), int64
+        OUT. ``out[:na + nb - 1]`` receives the coefficients of a * b.
+    p : int
+        Odd prime below 2**62.
+    """
+    mul_general(a, a.shape[0], b, b.shape[0], out, field_context(p))
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def rem_monic_inplace(a, na, h, d, ctx):
+    """Reduce a[:na] modulo the monic h of degree d in place (schoolbook); a[:d] is the result."""
+    p = ctx[0]
+    for k in range(na - 1, d - 1, -1):
+        c = a[k]
+        if c != 0:
+            for i in range(d):
+                a[k - d + i] = submod(a[k - d + i], mulmod_ctx(c, h[i], ctx), p)
+            a[k] = 0
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def poly_divmod(a, b, q, r, p):
+    """Quotient and remainder of a / b by long division.
+
+    Parameters
+    ----------
+    a, b : ndarray of shape (na,), (nb,), int64
+        IN. Dividend and nonzero divisor.
+    q : ndarray of shape (>= max(na - deg b, 1),), int64
+        OUT. Quotient coefficients (zero-filled beyond its degree).
+    r : ndarray of shape (>= max(deg b, 1),), int64
+        OUT. Remainder coefficients.
+
+    Returns
+    -------
+    deg_q, deg_r : int
+        Degrees of quotient and remainder (-1 for zero).
+    """
+    ctx = field_context(p)
+    db = degree(b, b.shape[0])
+    if db < 0:
+        raise ZeroDivisionError("poly_divmod: division by the zero polynomial")
+    work = a.copy()
+    da = degree(a, a.shape[0])
+    inv_lead = inverse(b[db], p)
+    q[:] = 0
+    for k in range(da - db, -1, -1):
+        c = mulmod_ctx(work[k + db], inv_lead, ctx)
+        q[k] = c
+        if c != 0:
+            for i in range(db):
+                work[k + i] = submod(work[k + i], mulmod_ctx(c, b[i], ctx), p)
+        work[k + db] = 0
+    r[:] = 0
+    for i in range(min(db, work.shape[0])):
+        r[i] = work[i]
+    return degree(q, q.shape[0]), degree(r, r.shape[0])
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def gcd_into(a, na, b, nb, out, ctx):
+    """Monic gcd of a[:na] and b[:nb] into out; returns its degree (-1 if both are zero)."""
+    p = ctx[0]
+    r0 = a[:na].copy()
+    r1 = b[:nb].copy()
+    d0 = degree(r0, na)
+    d1 = degree(r1, nb)
+    while d1 >= 0:
+        inv_lead = inverse(r1[d1], p)
+        for k in range(d0 - d1, -1, -1):
+            c = mulmod_ctx(r0[k + d1], inv_lead, ctx)
+            if c != 0:
+                for i in range(d1):
+                    r0[k + i] = submod(r0[k + i], mulmod_ctx(c, r1[i], ctx), p)
+            r0[k + d1] = 0
+        d0 = degree(r0, d1)
+        r0, r1 = r1, r0
+        d0, d1 = d1, d0
+    if d0 < 0:
+        return -1
+    inv_lead = inverse(r0[d0], p)
+    for i in range(d0 + 1):
+        out[i] = mulmod_ctx(r0[i], inv_lead, ctx)
+    return d0
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def poly_gcd(a, b, out, p):
+    """Monic greatest common divisor; ``out`` (length >= min(na, nb)) receives it.
+
+    Returns its degree, or -1 when both inputs are zero.
+    """
+    return gcd_into(a, a.shape[0], b, b.shape[0], out, field_context(p))
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def series_inverse_into(g, n, out, ctx):
+    """out[:n] = g**-1 mod x**n (g[0] != 0, g has at least n entries) by Newton iteration.
+
+    Each doubling k -> 2k uses g_inv <- g_inv - x**k g_inv * [(g g_inv) div x**k] (three
+    length-k products); below ``NEWTON_THRESHOLD`` a schoolbook recurrence is used.
+    """
+    p = ctx[0]
+    g0_inv = inverse(g[0], p)
+    chain = np.empty(64, dtype=np.int64)  # precisions n, ceil(n/2), ... above the threshold
+    n_chain = 0
+    base = n
+    while base > NEWTON_THRESHOLD:
+        chain[n_chain] = base
+        n_chain += 1
+        base = base - base // 2
+    out[0] = g0_inv
+    for k in range(1, base):
+        s = dot_reverse(g, 1, out, k - 1, k, ctx)
+        out[k] = mulmod_ctx(submod(0, s, p), g0_inv, ctx)
+    if n_chain == 0:
+        return
+    w = np.empty(karatsuba_scratch(n), dtype=np.int64)
+    prod = np.empty(2 * n, dtype=np.int64)
+    pad = np.empty(n, dtype=np.int64)
+    e_hi = np.empty(n, dtype=np.int64)
+    k = base
+    for idx in range(n_chain - 1, -1, -1):
+        k2 = chain[idx]  # k < k2 <= 2k
+        # e_hi = coefficients k .. k2-1 of g[:k2] * out[:k] (its low k coefficients are 1, 0, ...)
+        mul_equal(g, out, k, prod, w, False, ctx)
+        for i in range(k2 - k):
+            e_hi[i] = prod[k + i]
+        pad[:k] = 0
+        pad[:k2 - k] = g[k:k2]
+        mul_equal(pad, out, k, prod, w, False, ctx)
+        for i in range(k2 - k):
+            e_hi[i] = addmod(e_hi[i], prod[i], p)
+        e_hi[k2 - k:k] = 0
+        mul_equal(e_hi, out, k, prod, w, False, ctx)
+        for i in range(k2 - k):
+            out[k + i] = submod(0, prod[i], p)
+        k = k2
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def series_inverse(g, n, out, p):
+    """Power-series inverse: ``out[:n] = g**-1 mod x**n`` (g[0] must be nonzero).
+
+    Parameters
+    ----------
+    g : ndarray of shape (>= n,), int64
+        IN. Series coefficients.
+    n : int
+        Precision.
+    out : ndarray of shape (>= n,), int64
+        OUT.
+    """
+    if g[0] == 0:
+        raise ZeroDivisionError("series_inverse: g[0] is 0")
+    series_inverse_into(g, n, out, field_context(p))
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def modulus_inverse(h, d, hinv, ctx):
+    """hinv[:d-1] = rev(h)**-1 mod x**(d-1) for the monic h of degree d (used by ``mulmod_poly``)."""
+    if d < NEWTON_THRESHOLD:
+        return
+    rev = np.empty(d - 1, dtype=np.int64)
+    for i in range(d - 1):
+        rev[i] = h[d - i]
+    series_inverse_into(rev, d - 1, hinv, ctx)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def mulmod_poly(x, y, square, h, d, hinv, out, P, T, Q, W, ctx):
+    """out[:d] = x[:d] * y[:d] mod h, for the monic h of degree d >= 1.
+
+    Buffers: P, Q of length >= 2d, T of length >= d, W of length ``karatsuba_scratch(d)``; ``hinv``
+    from ``modulus_inverse``. With rev(.) the coefficient reversal, the quotient of the product A by
+    h is rev(rev(A) rev(h)**-1 mod x**(d-1)) and the remainder is (A - quo * h) mod x**d.
+    """
+    p = ctx[0]
+    mul_equal(x, y, d, P, W, square, ctx)
+    if d < NEWTON_THRESHOLD:
+        rem_monic_inplace(P, 2 * d - 1, h, d, ctx)
+        out[:d] = P[:d]
+        return
+    n = d - 1
+    for i in range(n):
+        T[i] = P[2 * d - 2 - i]
+    mul_equal(T, hinv, n, Q, W, False, ctx)
+    for i in range(n):
+        T[i] = Q[n - 1 - i]
+    T[n] = 0
+    mul_equal(T, h, d, Q, W, False, ctx)
+    for i in range(d):
+        out[i] = submod(P[i], Q[i], p)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def mul_linear_mod(r, a, h, d, ctx):
+    """r[:d] = r[:d] * (x + a) mod h in place (h monic of degree d), in O(d)."""
+    p = ctx[0]
+    top = r[d - 1]
+    for i in range(d - 1, 0, -1):
+        r[i] = addmod(r[i - 1], mulmod_ctx(a, r[i], ctx), p)
+    r[0] = mulmod_ctx(a, r[0], ctx)
+    if top != 0:
+        for i in range(d):
+            r[i] = submod(r[i], mulmod_ctx(top, h[i], ctx), p)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def powmod_into(base, linear_shift, e, h, d, out, ctx):
+    """out[:d] = base**e mod h for the monic h of degree d >= 1.
+
+    If ``linear_shift >= 0`` the base is x + linear_shift and ``base`` is ignored (each multiply
+    step is then O(d)); otherwise ``base[:d]`` holds a polynomial already reduced modulo h.
+    """
+    P = np.empty(2 * d, dtype=np.int64)
+    Q = np.empty(2 * d, dtype=np.int64)
+    T = np.empty(d, dtype=np.int64)
+    W = np.empty(karatsuba_scratch(d), dtype=np.int64)
+    hinv = np.zeros(max(d - 1, 1), dtype=np.int64)
+    modulus_inverse(h, d, hinv, ctx)
+    r = np.zeros(d, dtype=np.int64)
+    r[0] = 1
+    top = -1
+    while (e >> (top + 1)) > 0:
+        top += 1
+    for bit in range(top, -1, -1):
+        mulmod_poly(r, r, True, h, d, hinv, r, P, T, Q, W, ctx)
+        if (e >> bit) & 1:
+            if linear_shift >= 0:
+                if d == 1:
+                    # modulo x + h[0], x is -h[0]
+                    r[0] = mulmod_ctx(r[0], addmod(linear_shift, submod(0, h[0], ctx[0]),
+                                                   ctx[0]), ctx)
+                else:
+                    mul_linear_mod(r, linear_shift, h, d, ctx)
+            else:
+                mulmod_poly(r, base, False, h, d, hinv, r, P, T, Q, W, ctx)
+    out[:d] = r
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def poly_powmod(base, e, f, out, p):
+    """base**e mod f.
+
+    Parameters
+    ----------
+    base : ndarray of shape (nb,), int64
+        IN. Any polynomial (reduced modulo f first).
+    e : int
+        Exponent, 0 <= e < 2**63.
+    f : ndarray of shape (nf,), int64
+        IN. Modulus of degree d >= 1 (need not be monic).
+    out : ndarray of shape (>= d,), int64
+        OUT. ``out[:d]`` receives the remainder.
+    """
+    ctx = field_context(p)
+    d = degree(f, f.shape[0])
+    if d < 1:
+        raise ZeroDivisionError("poly_powmod: the modulus must have degree >= 1")
+    inv_lead = inverse(f[d], p)
+    h = np.empty(d + 1, dtype=np.int64)
+    for i in range(d + 1):
+        h[i] = mulmod_ctx(f[i], inv_lead, ctx)
+    nb = base.shape[0]
+    b = np.zeros(max(nb, d), dtype=np.int64)
+    b[:nb] = base
+    rem_monic_inplace(b, nb, h, d, ctx)
+    powmod_into(b, -1, e, h, d, out, ctx)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def eval_many_ctx(c, n, points, m, out, ctx):
+    """out[j] = c[:n] evaluated at points[j] for j < m (Horner, four points interleaved)."""
+    p = ctx[0]
+    j = 0
+    while j + 4 <= m:
+        x0, x1, x2, x3 = points[j], points[j + 1], points[j + 2], points[j + 3]
+        r0 = r1 = r2 = r3 = np.int64(0)
+        for i in range(n - 1, -1, -1):
+            ci = c[i]
+            r0 = addmod(mulmod_ctx(r0, x0, ctx), ci, p)
+            r1 = addmod(mulmod_ctx(r1, x1, ctx), ci, p)
+            r2 = addmod(mulmod_ctx(r2, x2, ctx), ci, p)
+            r3 = addmod(mulmod_ctx(r3, x3, ctx), ci, p)
+        out[j], out[j + 1], out[j + 2], out[j + 3] = r0, r1, r2, r3
+        j += 4
+    while j < m:
+        x0 = points[j]
+        r0 = np.int64(0)
+        for i in range(n - 1, -1, -1):
+            r0 = addmod(mulmod_ctx(r0, x0, ctx), c[i], p)
+        out[j] = r0
+        j += 1
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def poly_eval(c, points, out, p):
+    """Multipoint evaluation: ``out[j] = c(points[j])`` (O(len(c) * len(points)) Horner).
+
+    Parameters
+    ----------
+    c : ndarray of shape (n,), int64
+        IN. Coefficients, lowest degree first.
+    points : ndarray of shape (m,), int64
+        IN. Evaluation points in [0, p).
+    out : ndarray of shape (m,), int64
+        OUT.
+    """
+    eval_many_ctx(c, c.shape[0], points, points.shape[0], out, field_context(p))
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def poly_eval_rows(rows, point, out, p):
+    """Evaluate many polynomials at one point: ``out[k] = sum_i rows[k, i] point**i``.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (K, n), int64
+        IN. One polynomial per row, lowest degree first.
+    point : int
+        Evaluation point in [0, p).
+    out : ndarray of shape (K,), int64
+        OUT.
+    """
+    ctx = field_context(p)
+    for k in range(rows.shape[0]):
+        r = np.int64(0)
+        for i in range(rows.shape[1] - 1, -1, -1):
+            r = addmod(mulmod_ctx(r, point, ctx), rows[k, i], p)
+        out[k] = r
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def poly_derivative(a, out, p):
+    """Formal derivative: ``out[i] = (i + 1) a[i + 1] mod p`` for i < len(a) - 1 (OUT ``out``)."""
+    ctx = field_context(p)
+    for i in range(1, a.shape[0]):
+        out[i - 1] = mulmod_ctx(np.int64(i % p), a[i], ctx)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _from_roots(roots, lo, hi, out, ctx):
+    """out[:hi - lo + 1] = prod_{lo <= j < hi} (x - roots[j]) (product tree, recursive halves)."""
+    p = ctx[0]
+    n = hi - lo
+    if n <= KARATSUBA_THRESHOLD:
+        out[0] = 1
+        for j in range(lo, hi):
+            k = j - lo
+            neg = submod(0, roots[j], p)
+            out[k + 1] = out[k]
+            for i in range(k, 0, -1):
+                out[i] = addmod(out[i - 1], mulmod_ctx(neg, out[i], ctx), p)
+            out[0] = mulmod_ctx(neg, out[0], ctx)
+        return
+    mid = lo + n // 2
+    left = np.empty(mid - lo + 1, dtype=np.int64)
+    right = np.empty(hi - mid + 1, dtype=np.int64)
+    _from_roots(roots, lo, mid, left, ctx)
+    _from_roots(roots, mid, hi, right, ctx)
+    mul_general(left, left.shape[0], right, right.shape[0], out, ctx)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def poly_from_roots(roots, out, p):
+    """Monic polynomial with the given roots: ``out[:m + 1] = prod_j (x - roots[j])``.
+
+    Parameters
+    ----------
+    roots : ndarray of shape (m,), int64
+        IN. Roots in [0, p) (repeats allowed).
+    out : ndarray of shape (>= m + 1,), int64
+        OUT.
+    """
+    _from_roots(roots, 0, roots.shape[0], out, field_context(p))
