@@ -1,8 +1,8 @@
 """Clustering metrics."""
 import numpy as np
 
-from ._validation import check_array, check_sample_weight
-from .kernels.distances import assign_nearest
+from .._validation import check_array, check_sample_weight
+from ..kernels.distances import assign_nearest
 
 __all__ = ["inertia"]
 

@@ -1,0 +1,8 @@
+"""Clustering metrics: objectives, fairness, and agreement with ground truth.
+
+One module per concern; everything public is re-exported here (``fedcore.metrics.inertia``...).
+"""
+from ._kmeans import *  # noqa: F401,F403
+from ._kmeans import __all__ as _kmeans_all
+
+__all__ = list(_kmeans_all)
