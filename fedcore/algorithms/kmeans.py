@@ -172,6 +172,15 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None):
     return X[rows].copy(), rows
 
 
+def assign(X, centers):
+    """``(labels, sq_distances)`` of each row of validated ``X`` to its nearest center."""
+    labels = np.empty(X.shape[0], dtype=np.int64)
+    distances = np.empty(X.shape[0])
+    assign_nearest(X, np.ascontiguousarray(np.asarray(centers, dtype=np.float64).T), labels,
+                   distances)
+    return labels, distances
+
+
 def _tolerance(X, weights, tol):
     """Absolute tolerance: ``tol`` times the mean weighted per-feature variance (as scikit-learn)."""
     if tol == 0:
@@ -356,10 +365,7 @@ class KMeans(BaseEstimator):
 
     def predict(self, X):
         """Index of the nearest center for each row (lowest index on ties)."""
-        X = self._check_X(X)
-        labels = np.empty(X.shape[0], dtype=np.int64)
-        assign_nearest(X, self._centers_t(), labels, np.empty(X.shape[0]))
-        return labels
+        return assign(self._check_X(X), self.cluster_centers_)[0]
 
     def transform(self, X):
         """Euclidean (not squared) distances to every center, shape (n_samples, n_clusters)."""
@@ -375,10 +381,7 @@ class KMeans(BaseEstimator):
         """Opposite of the weighted inertia of X against the fitted centers."""
         X = self._check_X(X)
         weights = check_sample_weight(sample_weight, X.shape[0])
-        labels = np.empty(X.shape[0], dtype=np.int64)
-        distances = np.empty(X.shape[0])
-        assign_nearest(X, self._centers_t(), labels, distances)
-        return -float(weights @ distances)
+        return -float(weights @ assign(X, self.cluster_centers_)[1])
 
     def _centers_t(self):
         return np.ascontiguousarray(self.cluster_centers_.T, dtype=np.float64)

@@ -10,6 +10,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._config import CHUNK_SIZE, NUMBA_CACHE
+from ._parallel import chunked_kernel
 
 __all__ = ["row_distances", "nearest_center", "pairwise_sq_distances", "assign_nearest"]
 
@@ -39,7 +40,7 @@ def nearest_center(X, i, centers_t, buf):
     return best, best_d
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
+@chunked_kernel
 def pairwise_sq_distances(X, centers_t, out):
     """OUT ``out`` float64 (n, k): squared distances from each row of ``X`` to each center.
 
@@ -51,7 +52,7 @@ def pairwise_sq_distances(X, centers_t, out):
             row_distances(X, i, centers_t, out[i])
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
+@chunked_kernel
 def assign_nearest(X, centers_t, labels, distances):
     """OUT ``labels`` int64 (n,) nearest center (lowest index on ties), ``distances`` float64 (n,)."""
     n = X.shape[0]

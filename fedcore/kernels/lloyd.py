@@ -9,10 +9,13 @@ nearest center, and half the distance from its center to the nearest other cente
 to the row's own center is always recomputed exactly, so labels, distances, sums and inertia are
 bit-identical to :func:`lloyd_iteration`.
 """
+import functools
+
 import numpy as np
 from numba import njit, prange
 
 from .._config import CHUNK_SIZE, NUMBA_CACHE
+from ._parallel import chunked_kernel
 from .distances import row_distances
 
 __all__ = ["lloyd_iteration", "lloyd_iteration_bounded"]
@@ -27,7 +30,7 @@ def _own_distance(X, i, centers, a):
     return acc
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
+@chunked_kernel
 def _lloyd_chunks(X, weights, centers, half_sep, margin, use_bounds, labels, lower, distances,
                   center_sums, weight_sums):
     n, d = X.shape
@@ -83,7 +86,6 @@ def _lloyd_chunks(X, weights, centers, half_sep, margin, use_bounds, labels, low
     return inertia
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
 def lloyd_iteration(X, weights, centers, labels, distances, center_sums, weight_sums):
     """Assign every row to its nearest center and accumulate the M-step statistics.
 
@@ -102,12 +104,19 @@ def lloyd_iteration(X, weights, centers, labels, distances, center_sums, weight_
     inertia : float
         ``sum_i weights[i] * distances[i]`` for the given centers (MUFC eq. (1), weighted).
     """
+    return _plain(_lloyd_chunks, X, weights, centers, labels, distances, center_sums, weight_sums)
+
+
+def _plain(kernel, X, weights, centers, labels, distances, center_sums, weight_sums):
     empty = np.empty(0)
-    return _lloyd_chunks(X, weights, centers, empty, 0.0, False, labels, empty, distances,
-                         center_sums, weight_sums)
+    return kernel(X, weights, centers, empty, 0.0, False, labels, empty, distances, center_sums,
+                  weight_sums)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+# The same computation run as plain Python (row_distances stays compiled), for tests.
+lloyd_iteration.py_func = functools.partial(_plain, _lloyd_chunks.py_func)
+
+
 def lloyd_iteration_bounded(X, weights, centers, half_sep, margin, labels, lower, distances,
                             center_sums, weight_sums):
     """:func:`lloyd_iteration` that skips rows whose nearest center cannot change.

@@ -10,6 +10,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._config import CHUNK_SIZE, NUMBA_CACHE
+from ._parallel import chunked_kernel
 from .distances import row_distances
 
 __all__ = ["n_chunks", "chunk_sums", "pick_index", "pick_product", "d2_update", "center_gaps",
@@ -25,7 +26,7 @@ def n_chunks(n):
     return max(1, -(-n // CHUNK_SIZE))
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
+@chunked_kernel
 def chunk_sums(values, out):
     """Per-chunk sequential sums of ``values``.
 
@@ -109,7 +110,7 @@ def center_gaps(centers, slot, out):
         out[a] = acc
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
+@chunked_kernel
 def d2_update(X, center, weights, slot, gaps, labels, mind, sums):
     """Add ``center`` as center number ``slot``: update nearest labels, D^2 and chunk sums.
 
@@ -161,7 +162,7 @@ def min_sq_distance(X, i, centers, start, stop, bound):
     return best
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
+@chunked_kernel
 def d2_refresh(X, centers, start, stop, gaps, weights, labels, mind, sums):
     """Add centers ``start..stop-1`` in one pass over ``X``: the same result as calling
     :func:`d2_update` for each of them in order, bit for bit.
