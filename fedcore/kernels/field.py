@@ -38,10 +38,11 @@ _MR_BASES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
 
 
 def is_prime(n):
-    """Deterministic Miller-Rabin primality test for integers below 3.3e24 (pure Python).
+    """Deterministic Miller-Rabin primality test for n < 3.18e23 (pure Python).
 
-    The first twelve primes as bases are a proven witness set for n < 3.3e24 (Sorenson and Webster,
-    2015), which covers every p < 2**62 the kernels accept.
+    The first twelve primes as bases are a proven witness set for every n below
+    318665857834031151167461 (Sorenson and Webster, 2015), which covers every p < 2**62 the
+    kernels accept.
     """
     n = int(n)
     if n < 2:

@@ -15,12 +15,14 @@ import numpy as np
 from numba import njit
 
 from .._config import NUMBA_CACHE
-from .field import (addmod, dot_reverse, field_context, inverse, mulmod_ctx, submod)
+from .field import (_mulhi, accumulation_limit, addmod, dot_reverse, field_context, inverse,
+                    mulmod_ctx, reduce_wide, submod)
 
 __all__ = [
     "KARATSUBA_THRESHOLD", "NEWTON_THRESHOLD", "degree", "poly_mul", "poly_divmod", "poly_gcd",
     "poly_powmod", "poly_eval", "poly_eval_rows", "poly_derivative", "poly_from_roots",
-    "series_inverse",
+    "series_inverse", "karatsuba_workspace", "mul_equal", "mul_general", "mulmod_poly",
+    "powmod_into", "gcd_into", "rem_monic_inplace", "eval_many_ctx",
 ]
 
 KARATSUBA_THRESHOLD = 32
@@ -37,34 +39,79 @@ def degree(a, n):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def _school_mul(a, ao, na, b, bo, nb, out, oo, ctx):
-    """out[oo : oo + na + nb - 1] = a[ao : ao + na] * b[bo : bo + nb] (schoolbook convolution)."""
-    for k in range(na + nb - 1):
-        i0 = max(0, k - nb + 1)
-        i1 = min(k, na - 1)
-        out[oo + k] = dot_reverse(a, ao + i0, b, bo + k - i0, i1 - i0 + 1, ctx)
+def _fold(hi, lo, n, ctx):
+    """Reduce the first n 128-bit accumulators to field elements (kept in lo, hi cleared)."""
+    for k in range(n):
+        lo[k] = np.uint64(reduce_wide(hi[k], lo[k], ctx))
+        hi[k] = 0
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def _school_sqr(a, ao, n, out, oo, ctx):
-    """out[oo : oo + 2n - 1] = a[ao : ao + n]**2, using the symmetry a_i a_j = a_j a_i."""
+def _school_mul(a, ao, na, b, bo, nb, out, oo, hi, lo, ctx):
+    """out[oo : oo + na + nb - 1] = a[ao : ao + na] * b[bo : bo + nb] (schoolbook).
+
+    Row by row outer products into 128-bit accumulators ``hi``/``lo`` (uint64, length >= na + nb
+    - 1): independent accumulators pipeline better than one dot product per coefficient. Every
+    ``accumulation_limit - 1`` rows the accumulators are reduced, so they never overflow.
+    """
+    if na > nb:
+        a, ao, na, b, bo, nb = b, bo, nb, a, ao, na
+    n_out = na + nb - 1
+    hi[:n_out] = 0
+    lo[:n_out] = 0
+    lim = accumulation_limit(ctx) - 1
+    since = 0
+    for i in range(na):
+        if since == lim:
+            _fold(hi, lo, n_out, ctx)
+            since = 0
+        ua = np.uint64(a[ao + i])
+        for j in range(nb):  # written inline: a helper call here costs a factor of three
+            ub = np.uint64(b[bo + j])
+            pl = ua * ub
+            s = lo[i + j] + pl
+            lo[i + j] = s
+            hi[i + j] += _mulhi(ua, ub) + np.uint64(s < pl)
+        since += 1
+    for k in range(n_out):
+        out[oo + k] = reduce_wide(hi[k], lo[k], ctx)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _school_sqr(a, ao, n, out, oo, hi, lo, ctx):
+    """out[oo : oo + 2n - 1] = a[ao : ao + n]**2, using a_i a_j = a_j a_i (about half the work)."""
     p = ctx[0]
-    for k in range(2 * n - 1):
-        i0 = max(0, k - n + 1)
-        cnt = (k - 1) // 2 - i0 + 1  # pairs i < k - i
-        s = np.int64(0)
-        if cnt > 0:
-            s = dot_reverse(a, ao + i0, a, ao + k - i0, cnt, ctx)
-            s = addmod(s, s, p)
-        if k % 2 == 0:
-            s = addmod(s, mulmod_ctx(a[ao + k // 2], a[ao + k // 2], ctx), p)
-        out[oo + k] = s
+    n_out = 2 * n - 1
+    hi[:n_out] = 0
+    lo[:n_out] = 0
+    lim = accumulation_limit(ctx) - 1
+    since = 0
+    for i in range(n):
+        if since == lim:
+            _fold(hi, lo, n_out, ctx)
+            since = 0
+        ai = a[ao + i]
+        ua = np.uint64(ai)
+        pl = ua * ua
+        s = lo[2 * i] + pl
+        lo[2 * i] = s
+        hi[2 * i] += _mulhi(ua, ua) + np.uint64(s < pl)
+        ua = np.uint64(addmod(ai, ai, p))
+        for j in range(i + 1, n):
+            ub = np.uint64(a[ao + j])
+            pl = ua * ub
+            s = lo[i + j] + pl
+            lo[i + j] = s
+            hi[i + j] += _mulhi(ua, ub) + np.uint64(s < pl)
+        since += 1
+    for k in range(n_out):
+        out[oo + k] = reduce_wide(hi[k], lo[k], ctx)
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def karatsuba_scratch(n):
-    """Length of the scratch buffer ``_karatsuba`` needs for operands of length n."""
-    total = 1
+def karatsuba_workspace(n):
+    """Length of the workspace ``mul_equal`` needs for operands of length n."""
+    total = 4 * n + 1  # copies of both operands and the product
     while n > KARATSUBA_THRESHOLD:
         hh = n - n // 2
         total += 4 * hh
@@ -73,66 +120,107 @@ def karatsuba_scratch(n):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def _karatsuba(a, ao, b, bo, n, out, oo, w, wo, square, ctx):
-    """out[oo : oo + 2n - 1] = a[ao : ao + n] * b[bo : bo + n] (b ignored when ``square``).
+def _karatsuba(ws, ao, bo, n, oo, wo, square, ctx):
+    """ws[oo : oo + 2n - 1] = ws[ao : ao + n] * ws[bo : bo + n], scratch from ws[wo:].
 
     Karatsuba: with a = a0 + x**h a1 and b = b0 + x**h b1, the product is
     z0 + x**h ((a0 + a1)(b0 + b1) - z0 - z2) + x**(2h) z2, three half-size products instead of four.
-    ``w[wo:]`` is scratch of length ``karatsuba_scratch(n)``; ``out`` must not overlap a, b or w[wo:].
+    The recursion runs on an explicit stack (frames of offsets into one workspace) because Numba
+    cannot cache self-recursive functions. ``bo`` is ignored when ``square``.
     """
-    if n <= KARATSUBA_THRESHOLD:
-        if square:
-            _school_sqr(a, ao, n, out, oo, ctx)
-        else:
-            _school_mul(a, ao, n, b, bo, n, out, oo, ctx)
-        return
     p = ctx[0]
-    h = n // 2
-    hh = n - h
-    _karatsuba(a, ao, b, bo, h, out, oo, w, wo, square, ctx)                  # z0
-    out[oo + 2 * h - 1] = 0
-    _karatsuba(a, ao + h, b, bo + h, hh, out, oo + 2 * h, w, wo, square, ctx)  # z2
-    sa = wo
-    sb = wo + hh
-    z1 = wo + 2 * hh
-    for i in range(h):
-        w[sa + i] = addmod(a[ao + i], a[ao + h + i], p)
-    if hh > h:
-        w[sa + h] = a[ao + n - 1]
-    if not square:
-        for i in range(h):
-            w[sb + i] = addmod(b[bo + i], b[bo + h + i], p)
-        if hh > h:
-            w[sb + h] = b[bo + n - 1]
-    _karatsuba(w, sa, w, sb, hh, w, z1, w, z1 + 2 * hh, square, ctx)
-    for i in range(2 * h - 1):
-        w[z1 + i] = submod(w[z1 + i], out[oo + i], p)
-    for i in range(2 * hh - 1):
-        w[z1 + i] = submod(w[z1 + i], out[oo + 2 * h + i], p)
-    for i in range(2 * hh - 1):
-        out[oo + h + i] = addmod(out[oo + h + i], w[z1 + i], p)
+    hi = np.empty(2 * KARATSUBA_THRESHOLD, dtype=np.uint64)
+    lo = np.empty(2 * KARATSUBA_THRESHOLD, dtype=np.uint64)
+    stack = np.empty((64, 6), dtype=np.int64)  # (ao, bo, n, oo, wo, stage); depth <= log2(n) + 2
+    stack[0, 0], stack[0, 1], stack[0, 2] = ao, bo, n
+    stack[0, 3], stack[0, 4], stack[0, 5] = oo, wo, 0
+    sp = 1
+    while sp > 0:
+        f = sp - 1
+        ao, bo, n, oo, wo, stage = (stack[f, 0], stack[f, 1], stack[f, 2], stack[f, 3],
+                                    stack[f, 4], stack[f, 5])
+        if n <= KARATSUBA_THRESHOLD:
+            if square:
+                _school_sqr(ws, ao, n, ws, oo, hi, lo, ctx)
+            else:
+                _school_mul(ws, ao, n, ws, bo, n, ws, oo, hi, lo, ctx)
+            sp -= 1
+            continue
+        h = n // 2
+        hh = n - h
+        stack[f, 5] = stage + 1
+        if stage == 0:    # z0 = a0 b0 into out[0 : 2h - 1]
+            ca, cb, cn, co, cw = ao, bo, h, oo, wo
+        elif stage == 1:  # z2 = a1 b1 into out[2h : 2n - 1]
+            ws[oo + 2 * h - 1] = 0
+            ca, cb, cn, co, cw = ao + h, bo + h, hh, oo + 2 * h, wo
+        elif stage == 2:  # z1 = (a0 + a1)(b0 + b1) into scratch
+            for i in range(h):
+                ws[wo + i] = addmod(ws[ao + i], ws[ao + h + i], p)
+            if hh > h:
+                ws[wo + h] = ws[ao + n - 1]
+            if not square:
+                for i in range(h):
+                    ws[wo + hh + i] = addmod(ws[bo + i], ws[bo + h + i], p)
+                if hh > h:
+                    ws[wo + hh + h] = ws[bo + n - 1]
+            ca, cb, cn, co, cw = wo, wo + hh, hh, wo + 2 * hh, wo + 4 * hh
+        else:             # out += x**h (z1 - z0 - z2)
+            z1 = wo + 2 * hh
+            for i in range(2 * h - 1):
+                ws[z1 + i] = submod(ws[z1 + i], ws[oo + i], p)
+            for i in range(2 * hh - 1):
+                ws[z1 + i] = submod(ws[z1 + i], ws[oo + 2 * h + i], p)
+            for i in range(2 * hh - 1):
+                ws[oo + h + i] = addmod(ws[oo + h + i], ws[z1 + i], p)
+            sp -= 1
+            continue
+        stack[sp, 0], stack[sp, 1], stack[sp, 2] = ca, cb, cn
+        stack[sp, 3], stack[sp, 4], stack[sp, 5] = co, cw, 0
+        sp += 1
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def mul_equal(a, b, n, out, w, square, ctx):
-    """out[:2n - 1] = a[:n] * b[:n]; ``w`` is scratch of length ``karatsuba_scratch(n)``."""
+def mul_equal(a, b, n, out, ws, square, ctx):
+    """out[:2n - 1] = a[:n] * b[:n] (b ignored when ``square``).
+
+    ``ws`` is a workspace of length ``karatsuba_workspace(n)``; ``out`` may alias a or b.
+    """
     if n <= 0:
         return
-    _karatsuba(a, 0, b, 0, n, out, 0, w, 0, square, ctx)
+    if n <= KARATSUBA_THRESHOLD:
+        hi = np.empty(2 * n, dtype=np.uint64)
+        lo = np.empty(2 * n, dtype=np.uint64)
+        if square:
+            _school_sqr(a, 0, n, ws, 0, hi, lo, ctx)
+        else:
+            _school_mul(a, 0, n, b, 0, n, ws, 0, hi, lo, ctx)
+        out[:2 * n - 1] = ws[:2 * n - 1]
+        return
+    ws[:n] = a[:n]
+    if not square:
+        ws[n:2 * n] = b[:n]
+    _karatsuba(ws, 0, n, n, 2 * n, 4 * n, square, ctx)
+    out[:2 * n - 1] = ws[2 * n:4 * n - 1]
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def mul_general(a, na, b, nb, out, ctx):
-    """out[:na + nb - 1] = a[:na] * b[:nb] for any lengths (the longer one is cut into blocks)."""
+    """out[:na + nb - 1] = a[:na] * b[:nb] for any lengths (the longer one is cut into blocks).
+
+    ``out`` must not alias a or b.
+    """
     if na == 0 or nb == 0:
         return
     if na < nb:
         a, na, b, nb = b, nb, a, na
     if nb <= KARATSUBA_THRESHOLD:
-        _school_mul(a, 0, na, b, 0, nb, out, 0, ctx)
+        hi = np.empty(na + nb, dtype=np.uint64)
+        lo = np.empty(na + nb, dtype=np.uint64)
+        _school_mul(a, 0, na, b, 0, nb, out, 0, hi, lo, ctx)
         return
     p = ctx[0]
-    w = np.empty(karatsuba_scratch(nb), dtype=np.int64)
+    ws = np.empty(karatsuba_workspace(nb), dtype=np.int64)
     tmp = np.empty(2 * nb - 1, dtype=np.int64)
     block = np.zeros(nb, dtype=np.int64)
     out[:na + nb - 1] = 0
@@ -140,7 +228,7 @@ def mul_general(a, na, b, nb, out, ctx):
         m = min(nb, na - start)
         block[:m] = a[start:start + m]
         block[m:] = 0
-        _karatsuba(block, 0, b, 0, nb, tmp, 0, w, 0, False, ctx)
+        mul_equal(block, b, nb, tmp, ws, False, ctx)
         for i in range(m + nb - 1):
             out[start + i] = addmod(out[start + i], tmp[i], p)
 
@@ -220,6 +308,9 @@ def gcd_into(a, na, b, nb, out, ctx):
     r1 = b[:nb].copy()
     d0 = degree(r0, na)
     d1 = degree(r1, nb)
+    if d0 < d1:
+        r0, r1 = r1, r0
+        d0, d1 = d1, d0
     while d1 >= 0:
         inv_lead = inverse(r1[d1], p)
         for k in range(d0 - d1, -1, -1):
@@ -270,7 +361,7 @@ def series_inverse_into(g, n, out, ctx):
         out[k] = mulmod_ctx(submod(0, s, p), g0_inv, ctx)
     if n_chain == 0:
         return
-    w = np.empty(karatsuba_scratch(n), dtype=np.int64)
+    w = np.empty(karatsuba_workspace(n), dtype=np.int64)
     prod = np.empty(2 * n, dtype=np.int64)
     pad = np.empty(n, dtype=np.int64)
     e_hi = np.empty(n, dtype=np.int64)
@@ -279,6 +370,7 @@ def series_inverse_into(g, n, out, ctx):
         k2 = chain[idx]  # k < k2 <= 2k
         # e_hi = coefficients k .. k2-1 of g[:k2] * out[:k] (its low k coefficients are 1, 0, ...)
         mul_equal(g, out, k, prod, w, False, ctx)
+        prod[2 * k - 1] = 0  # the product has 2k - 1 coefficients; k2 may reach 2k
         for i in range(k2 - k):
             e_hi[i] = prod[k + i]
         pad[:k] = 0
@@ -326,7 +418,7 @@ def modulus_inverse(h, d, hinv, ctx):
 def mulmod_poly(x, y, square, h, d, hinv, out, P, T, Q, W, ctx):
     """out[:d] = x[:d] * y[:d] mod h, for the monic h of degree d >= 1.
 
-    Buffers: P, Q of length >= 2d, T of length >= d, W of length ``karatsuba_scratch(d)``; ``hinv``
+    Buffers: P, Q of length >= 2d, T of length >= d, W of length ``karatsuba_workspace(d)``; ``hinv``
     from ``modulus_inverse``. With rev(.) the coefficient reversal, the quotient of the product A by
     h is rev(rev(A) rev(h)**-1 mod x**(d-1)) and the remainder is (A - quo * h) mod x**d.
     """
@@ -371,7 +463,7 @@ def powmod_into(base, linear_shift, e, h, d, out, ctx):
     P = np.empty(2 * d, dtype=np.int64)
     Q = np.empty(2 * d, dtype=np.int64)
     T = np.empty(d, dtype=np.int64)
-    W = np.empty(karatsuba_scratch(d), dtype=np.int64)
+    W = np.empty(karatsuba_workspace(d), dtype=np.int64)
     hinv = np.zeros(max(d - 1, 1), dtype=np.int64)
     modulus_inverse(h, d, hinv, ctx)
     r = np.zeros(d, dtype=np.int64)
@@ -495,31 +587,11 @@ def poly_derivative(a, out, p):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def _from_roots(roots, lo, hi, out, ctx):
-    """out[:hi - lo + 1] = prod_{lo <= j < hi} (x - roots[j]) (product tree, recursive halves)."""
-    p = ctx[0]
-    n = hi - lo
-    if n <= KARATSUBA_THRESHOLD:
-        out[0] = 1
-        for j in range(lo, hi):
-            k = j - lo
-            neg = submod(0, roots[j], p)
-            out[k + 1] = out[k]
-            for i in range(k, 0, -1):
-                out[i] = addmod(out[i - 1], mulmod_ctx(neg, out[i], ctx), p)
-            out[0] = mulmod_ctx(neg, out[0], ctx)
-        return
-    mid = lo + n // 2
-    left = np.empty(mid - lo + 1, dtype=np.int64)
-    right = np.empty(hi - mid + 1, dtype=np.int64)
-    _from_roots(roots, lo, mid, left, ctx)
-    _from_roots(roots, mid, hi, right, ctx)
-    mul_general(left, left.shape[0], right, right.shape[0], out, ctx)
-
-
-@njit(cache=NUMBA_CACHE, nogil=True)
 def poly_from_roots(roots, out, p):
     """Monic polynomial with the given roots: ``out[:m + 1] = prod_j (x - roots[j])``.
+
+    Built bottom-up as a product tree (schoolbook leaves of ``KARATSUBA_THRESHOLD`` roots, then
+    pairwise Karatsuba products), O(M(m) log m).
 
     Parameters
     ----------
@@ -528,4 +600,42 @@ def poly_from_roots(roots, out, p):
     out : ndarray of shape (>= m + 1,), int64
         OUT.
     """
-    _from_roots(roots, 0, roots.shape[0], out, field_context(p))
+    ctx = field_context(p)
+    m = roots.shape[0]
+    leaf = KARATSUBA_THRESHOLD
+    count = max((m + leaf - 1) // leaf, 1)
+    # node j of a level covers roots [lo[j], lo[j + 1]) and sits at buf[lo[j] + j :]
+    lo = np.empty(count + 1, dtype=np.int64)
+    for j in range(count):
+        lo[j] = min(j * leaf, m)
+    lo[count] = m
+    cur = np.zeros(m + count + 1, dtype=np.int64)
+    nxt = np.zeros(m + count + 1, dtype=np.int64)
+    for j in range(count):
+        o = lo[j] + j
+        cur[o] = 1
+        for r in range(lo[j], lo[j + 1]):
+            k = r - lo[j]
+            neg = submod(0, roots[r], p)
+            cur[o + k + 1] = cur[o + k]
+            for i in range(k, 0, -1):
+                cur[o + i] = addmod(cur[o + i - 1], mulmod_ctx(neg, cur[o + i], ctx), p)
+            cur[o] = mulmod_ctx(neg, cur[o], ctx)
+    while count > 1:
+        half = (count + 1) // 2
+        for j in range(half):
+            a0 = lo[2 * j] + 2 * j
+            na = lo[2 * j + 1] - lo[2 * j] + 1
+            o = lo[2 * j] + j
+            if 2 * j + 1 < count:
+                b0 = lo[2 * j + 1] + 2 * j + 1
+                nb = lo[2 * j + 2] - lo[2 * j + 1] + 1
+                mul_general(cur[a0:a0 + na], na, cur[b0:b0 + nb], nb, nxt[o:o + na + nb - 1], ctx)
+            else:
+                nxt[o:o + na] = cur[a0:a0 + na]
+        for j in range(half):
+            lo[j] = lo[2 * j]
+        lo[half] = m
+        count = half
+        cur, nxt = nxt, cur
+    out[:m + 1] = cur[:m + 1]
