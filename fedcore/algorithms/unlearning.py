@@ -129,6 +129,12 @@ class UnlearnableKMeans(BaseEstimator):
         check_is_fitted(self, "_ids")
         return self._ids[self._weights > 0.0]
 
+    def remaining(self):
+        """``(X, ids)`` of the points not removed, in original row order (the model's own copy)."""
+        check_is_fitted(self, "_X")
+        alive = self._weights > 0.0
+        return self._X[alive], self._ids[alive]
+
     def _rows_of(self, ids):
         pos = np.searchsorted(self._sorted_ids, ids)
         pos = np.minimum(pos, self._sorted_ids.shape[0] - 1)

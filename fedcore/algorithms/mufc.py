@@ -1,0 +1,273 @@
+"""MUFC: federated k-means with secure aggregation and exact unlearning (MUFC Alg. 1 and 4)."""
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validation import check_array, check_int, check_random_state, check_scalar
+from ..federation.ledger import SERVER, CommLedger
+from . import _aggregation
+from ._base import BaseEstimator, check_is_fitted
+from ._quantize import Quantizer
+from .kmeans import KMeans, assign
+from .unlearning import UnlearnableKMeans
+
+__all__ = ["MUFC", "MUFCRemovalReport"]
+
+
+@dataclass
+class MUFCRemovalReport:
+    """What one removal request did, and how long each stage took (seconds).
+
+    ``modeled_latency`` counts as the MUFC paper does: clients work in parallel, so it is the
+    slowest client's work (the affected client's Alg. 3 and every client's encoding) plus the
+    server's work (decoding and clustering).
+    """
+
+    client_retrained: bool
+    server_recomputed: bool
+    n_removed: int
+    timings: dict = field(default_factory=dict)
+
+    @property
+    def modeled_latency(self):
+        t = self.timings
+        return max(t.get("client_unlearn", 0.0) + t.get("client_encode", 0.0),
+                   t.get("client_encode", 0.0)) + t.get("server_decode", 0.0) + \
+            t.get("server_cluster", 0.0)
+
+
+class MUFC(BaseEstimator):
+    """Machine-unlearnable federated k-means (MUFC Alg. 1; unlearning by Alg. 4).
+
+    Clients run k-means++ seeding with exact removal (:class:`UnlearnableKMeans`, Alg. 3) with
+    ``client_clusters`` centers, quantize their centers onto a grid of step ``gamma`` and send the
+    sparse vector of cluster sizes per bin (Alg. 1 lines 2-4). The server learns only the sum of
+    these vectors (SCMA, Alg. 2, when ``secure=True``; a plaintext sum otherwise, with identical
+    results) and clusters it (lines 6-7).
+
+    Parameters
+    ----------
+    n_clusters : int, K
+    client_clusters : int or None, K' (default K)
+    gamma : "auto" or float in (0, 1]
+        Grid step in the unit cube; "auto" is ``1 / sqrt(n)`` (Theorem 4.1's choice).
+    secure : bool, default=True
+        Aggregate with SCMA (the server sees masked syndromes only) or as a plaintext sum.
+    server_data : "weighted" or "uniform"
+        "weighted": weighted k-means++ and Lloyd on the occupied bins' grid points with their
+        counts as weights. "uniform": ``q_j`` points drawn uniformly in bin ``j`` (the paper's
+        experiments, Appendix H), then k-means++ and Lloyd.
+    server_n_init : int, k-means++ restarts at the server (best inertia kept)
+    bounds : None or (low, high) arrays of shape (d,)
+        Box that contains every client's data, used to map data into the unit cube. None: the
+        federation agrees on it, each client sending its per-feature minimum and maximum (this
+        reveals each client's bounding box to the party that combines them; pass public bounds to
+        avoid it).
+    random_phase : bool, default=False
+        Shift the grid by a uniform random phase (Appendix H footnote).
+    server_update : "exact" or "lazy"
+        "exact" (default): after every removal the server re-clusters the new aggregate with fresh
+        randomness, so the model is distributed exactly as a fit on the remaining data. "lazy":
+        the server keeps its centers when no client re-seeded (the paper's measurement); not exact.
+    random_state : None, int or numpy.random.Generator
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray (n_clusters, n_features), server centers
+    client_centers_ : list of ndarray (client_clusters, n_features), each client's seeds
+    aggregate_ : tuple (bins (m, d) int64, counts (m,) int64), the decoded sum, sorted
+    comm_ : CommLedger
+    n_rounds_ : int, aggregation rounds so far (fit is round 0)
+    """
+
+    def __init__(self, n_clusters=8, *, client_clusters=None, gamma="auto", secure=True,
+                 server_data="weighted", server_n_init=10, bounds=None, random_phase=False,
+                 server_update="exact", random_state=None):
+        self.n_clusters = n_clusters
+        self.client_clusters = client_clusters
+        self.gamma = gamma
+        self.secure = secure
+        self.server_data = server_data
+        self.server_n_init = server_n_init
+        self.bounds = bounds
+        self.random_phase = random_phase
+        self.server_update = server_update
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, federation, y=None):
+        """Run Alg. 1 on a :class:`~fedcore.HorizontalFederation`."""
+        self._check_params(federation)
+        rng = check_random_state(self.random_state)
+        client_rngs = rng.spawn(federation.n_clients)
+        self._server_rng = rng.spawn(1)[0]
+        self.comm_ = CommLedger()
+        self.n_rounds_ = 0
+        self._quantizer = self._make_quantizer(federation, rng)
+        self._clients = []
+        for l, (X_l, ids_l) in enumerate(federation):
+            if X_l.shape[0] < self._kp:
+                raise ValueError(f"Client {l} holds {X_l.shape[0]} point(s), fewer than "
+                                 f"client_clusters = {self._kp}")
+            self._clients.append(UnlearnableKMeans(self._kp, random_state=client_rngs[l])
+                                 .fit(X_l, sample_ids=ids_l))
+        self._active = list(range(federation.n_clients))
+        self._vectors = {l: self._client_vector(l) for l in self._active}
+        self._aggregator = (_aggregation.SCMAAggregator if self.secure else _aggregation.PlainAggregator)(
+            federation.n_clients, self._kp, self._quantizer.n_bins, federation.n_features,
+            rng.spawn(1)[0])
+        self._aggregate_and_cluster(recluster=True, timings={})
+        self.n_features_in_ = federation.n_features
+        return self
+
+    def _check_params(self, federation):
+        if not hasattr(federation, "client") or not hasattr(federation, "n_clients"):
+            raise TypeError("Argument 'federation' must be a HorizontalFederation, got "
+                            f"{type(federation).__name__}")
+        self._k = check_int(self.n_clusters, "n_clusters", min_value=1)
+        self._kp = self._k if self.client_clusters is None else check_int(
+            self.client_clusters, "client_clusters", min_value=1)
+        check_int(self.server_n_init, "server_n_init", min_value=1)
+        if self.server_data not in ("weighted", "uniform"):
+            raise ValueError("Argument 'server_data' must be 'weighted' or 'uniform', got "
+                             f"{self.server_data!r}")
+        if self.server_update not in ("exact", "lazy"):
+            raise ValueError("Argument 'server_update' must be 'exact' or 'lazy', got "
+                             f"{self.server_update!r}")
+
+    def _make_quantizer(self, federation, rng):
+        n = federation.n_samples
+        gamma = 1.0 / np.sqrt(n) if self.gamma == "auto" else check_scalar(
+            self.gamma, "gamma", min_value=0.0, max_value=1.0, include_min=False)
+        phase = rng.random(federation.n_features) * gamma if self.random_phase else None
+        if self.bounds is not None:
+            low, high = self.bounds
+        else:  # each client sends its per-feature min and max (2 d floats)
+            lows, highs = [], []
+            for l, (X_l, _) in enumerate(federation):
+                lows.append(X_l.min(axis=0))
+                highs.append(X_l.max(axis=0))
+                self.comm_.record(0, sender=l, receiver=SERVER, kind="bounds",
+                                  n_elements=2 * X_l.shape[1])
+            low, high = np.min(lows, axis=0), np.max(highs, axis=0)
+        return Quantizer.from_bounds(low, high, gamma, phase)
+
+    def _client_vector(self, l):
+        """Client ``l``'s sparse vector q^(l): (bins, counts) of its quantized centers (line 4)."""
+        client = self._clients[l]
+        bins = self._quantizer.bins(client.seeds_)
+        uniq, inverse = np.unique(bins, axis=0, return_inverse=True)
+        counts = np.bincount(inverse.ravel(), weights=client.cluster_sizes_,
+                             minlength=uniq.shape[0]).astype(np.int64)
+        keep = counts > 0
+        return uniq[keep], counts[keep]
+
+    # ------------------------------------------------------- aggregation + server
+    def _aggregate_and_cluster(self, recluster, timings):
+        bins, counts, stage_times = self._aggregator.aggregate(
+            {l: self._vectors[l] for l in self._active}, self.n_rounds_, self.comm_)
+        timings.update(stage_times)
+        self.aggregate_ = (bins, counts)
+        if recluster:
+            t0 = time.perf_counter()
+            self.cluster_centers_ = self._server_cluster(bins, counts)
+            timings["server_cluster"] = time.perf_counter() - t0
+        self.client_centers_ = [self._clients[l].seeds_ for l in self._active]
+
+    def _server_cluster(self, bins, counts):
+        """k-means++ and Lloyd on the aggregate (Alg. 1 lines 6-7), fresh randomness each time."""
+        rng = self._server_rng
+        if self.server_data == "uniform":
+            points = self._quantizer.sample(bins, counts, rng)
+            weights = None
+        else:
+            points = self._quantizer.centers(bins)
+            weights = counts.astype(np.float64)
+            if points.shape[0] < self._k:  # integer weights are multiplicities
+                points = np.repeat(points, counts, axis=0)
+                weights = None
+        model = KMeans(self._k, n_init=self.server_n_init, random_state=rng)
+        return model.fit(points, sample_weight=weights).cluster_centers_
+
+    # -------------------------------------------------------------- unlearning
+    def remove(self, client_id, ids):
+        """Remove points ``ids`` (global point ids) held by client ``client_id`` (Alg. 4, cross-silo).
+
+        The client runs Alg. 3; every participant re-sends with fresh masks (the server cannot
+        tell which client changed) and the server re-clusters the new sum with fresh randomness
+        (``server_update="exact"``). Atomic: on error nothing changes. Returns a
+        :class:`MUFCRemovalReport`.
+        """
+        check_is_fitted(self, "_clients")
+        l = check_int(client_id, "client_id", min_value=0, max_value=len(self._clients) - 1)
+        if l not in self._active:
+            raise ValueError(f"Argument 'client_id': client {l} was removed")
+        timings = {}
+        t0 = time.perf_counter()
+        result = self._clients[l].remove(ids)
+        self._vectors[l] = self._client_vector(l)
+        timings["client_unlearn"] = time.perf_counter() - t0
+        recluster = self.server_update == "exact" or result.retrained
+        self.n_rounds_ += 1
+        self._aggregate_and_cluster(recluster, timings)
+        return MUFCRemovalReport(result.retrained, recluster, result.n_removed, timings)
+
+    def remove_clients(self, client_ids):
+        """Remove every point of the given clients (Alg. 4, cross-device): their vectors leave
+        the sum (line 5) and the server re-clusters. Removing every client raises."""
+        check_is_fitted(self, "_clients")
+        ids = np.atleast_1d(np.asarray(client_ids))
+        if ids.dtype.kind not in "iu":
+            raise TypeError(f"Argument 'client_ids' must hold integers, got dtype {ids.dtype}")
+        for l in ids.tolist():
+            if l not in self._active:
+                raise ValueError(f"Argument 'client_ids' contains unknown or removed client {l}")
+        if len(set(ids.tolist())) != ids.shape[0]:
+            raise ValueError(f"Argument 'client_ids' repeats a client: {ids.tolist()}")
+        remaining = [l for l in self._active if l not in set(ids.tolist())]
+        if not remaining:
+            raise ValueError("Removing every client would leave no data")
+        if sum(self._clients[l].n_samples_ for l in remaining) < self._k:
+            raise ValueError(f"Removing clients {ids.tolist()} would leave fewer points than "
+                             f"n_clusters = {self._k}")
+        n_removed = sum(self._clients[l].n_samples_ for l in ids.tolist())
+        self._active = remaining
+        for l in ids.tolist():
+            del self._vectors[l]
+        timings = {}
+        self.n_rounds_ += 1
+        self._aggregate_and_cluster(True, timings)
+        return MUFCRemovalReport(False, True, int(n_removed), timings)
+
+    # ------------------------------------------------------------ evaluation
+    def predict(self, X):
+        """Nearest server center of each row."""
+        check_is_fitted(self, "cluster_centers_")
+        X = check_array(X, "X")
+        return assign(X, self.cluster_centers_)[0]
+
+    def inertia(self, X):
+        """Centralized objective of the server centers on X (MUFC eq. (1))."""
+        from ..metrics import inertia
+        check_is_fitted(self, "cluster_centers_")
+        return inertia(X, self.cluster_centers_)
+
+    def federated_inertia(self):
+        """Federated objective (MUFC eq. (2)) on the points the clients still hold.
+
+        Induced global clusters (Def. 3.1): a point of client ``l``'s local cluster ``j`` goes to
+        the server center nearest to the quantized center ``c_j^(l)`` (its bin's grid point).
+        """
+        from ..metrics import federated_inertia
+        check_is_fitted(self, "cluster_centers_")
+        clients = []
+        for l in self._active:
+            client = self._clients[l]
+            grid = self._quantizer.centers(self._quantizer.bins(client.seeds_))
+            clients.append((client.remaining()[0], client.labels_, grid))
+        return federated_inertia(clients, self.cluster_centers_)
+
+    @property
+    def n_clients_(self):
+        return len(self._active)
