@@ -1,0 +1,151 @@
+"""MUFC: exact unlearning of the whole federated model, aggregation, errors."""
+import collections
+
+import numpy as np
+import pytest
+from scipy.stats import chi2_contingency
+
+import fedcore
+from fedcore.algorithms.mufc import MUFC
+
+ALPHA = 1e-3  # false-alarm rate of each seeded two-sample test below
+
+
+def _tiny_federation(drop=None):
+    X0 = np.array([[0.0, 0.0], [0.1, 0.0], [1.0, 1.0], [1.0, 1.0]])
+    X1 = np.array([[0.0, 1.0], [0.9, 0.1], [0.9, 0.2]])
+    ids = [np.arange(4), np.arange(4, 7)]
+    arrays = [X0, X1]
+    if drop is not None:
+        keep = ids[0] != drop
+        arrays, ids = [X0[keep], X1], [ids[0][keep], ids[1]]
+    return fedcore.HorizontalFederation(arrays, ids)
+
+
+def _outcome(model):
+    clients = tuple(tuple(model._clients[l].center_ids_.tolist()) for l in model._active)
+    server = tuple(sorted(tuple(np.round(c, 6)) for c in model.cluster_centers_))
+    return clients, server
+
+
+BOUNDS = (np.zeros(2), np.ones(2))
+
+
+def _two_sample(counts_a, counts_b):
+    keys = sorted(set(counts_a) | set(counts_b))
+    table = np.array([[counts_a[k] for k in keys], [counts_b[k] for k in keys]], dtype=float)
+    total = table.sum(axis=0)
+    common = total >= 10
+    rare = table[:, ~common].sum(axis=1, keepdims=True)
+    table = np.hstack([table[:, common], rare]) if rare.sum() > 0 else table[:, common]
+    return chi2_contingency(table).pvalue, table.shape[1]
+
+
+@pytest.mark.parametrize("secure", [False])
+def test_fit_then_remove_is_distributed_as_refit(secure):
+    n_trials = 3000
+    removed = 2  # a duplicate point of client 0: often a center
+    after, refit = collections.Counter(), collections.Counter()
+    for s in range(n_trials):
+        m = MUFC(2, client_clusters=2, gamma=0.25, bounds=BOUNDS, secure=secure, server_n_init=1,
+                 random_state=s).fit(_tiny_federation())
+        m.remove(0, [removed])
+        after[_outcome(m)] += 1
+        r = MUFC(2, client_clusters=2, gamma=0.25, bounds=BOUNDS, secure=secure, server_n_init=1,
+                 random_state=10**6 + s).fit(_tiny_federation(drop=removed))
+        refit[_outcome(r)] += 1
+    pvalue, n_bins = _two_sample(after, refit)
+    assert n_bins >= 5  # the test has power: many joint outcomes
+    assert pvalue > ALPHA
+
+
+def test_remove_clients_equals_fit_without_them_in_distribution():
+    n_trials = 2000
+    after, refit = collections.Counter(), collections.Counter()
+    for s in range(n_trials):
+        m = MUFC(2, client_clusters=2, gamma=0.25, bounds=BOUNDS, secure=False, server_n_init=1,
+                 random_state=s).fit(_tiny_federation())
+        m.remove_clients([1])
+        after[_outcome(m)] += 1
+        X0, ids0 = _tiny_federation().client(0)
+        r = MUFC(2, client_clusters=2, gamma=0.25, bounds=BOUNDS, secure=False, server_n_init=1,
+                 random_state=10**6 + s).fit(fedcore.HorizontalFederation([X0], [ids0]))
+        refit[_outcome(r)] += 1
+    pvalue, n_bins = _two_sample(after, refit)
+    assert n_bins >= 3
+    assert pvalue > ALPHA
+
+
+def _gaussian_federation(n_clients=10, seed=0):
+    X, y, _ = fedcore.datasets.make_gaussian_mixture(1500, 3, 5, cluster_std=0.05,
+                                                     random_state=seed)
+    return X, fedcore.partition(X, n_clients, "noniid", labels=y, clusters_per_client=2,
+                                random_state=seed)
+
+
+def test_fit_aggregate_counts_every_point_and_reports():
+    X, fed = _gaussian_federation()
+    m = MUFC(5, client_clusters=2, secure=False, random_state=0).fit(fed)
+    bins, counts = m.aggregate_
+    assert counts.sum() == X.shape[0] and (counts > 0).all()
+    assert bins.shape[1] == X.shape[1] and len(m.client_centers_) == 10
+    assert m.cluster_centers_.shape == (5, 3)
+    assert m.comm_.summary()["up"]["messages"] >= 10
+    ratio = fedcore.metrics.loss_ratio(m.federated_inertia(), X, 5, random_state=0,
+                                       candidate_centers=m.cluster_centers_)
+    assert 1.0 <= ratio < 2.0
+    nearest = ((X[:50, None, :] - m.cluster_centers_[None]) ** 2).sum(axis=2).argmin(axis=1)
+    np.testing.assert_array_equal(m.predict(X[:50]), nearest)
+
+
+def test_removal_updates_aggregate_and_reports_stages():
+    X, fed = _gaussian_federation()
+    m = MUFC(5, client_clusters=2, secure=False, random_state=0).fit(fed)
+    _, ids = fed.client(3)
+    center_ids = set(m._clients[3].center_ids_.tolist())
+    plain = next(i for i in ids.tolist() if i not in center_ids)
+    report = m.remove(3, [plain])
+    assert not report.client_retrained and report.server_recomputed
+    assert m.aggregate_[1].sum() == X.shape[0] - 1
+    assert report.modeled_latency > 0 and "server_cluster" in report.timings
+    lazy = MUFC(5, client_clusters=2, secure=False, server_update="lazy", random_state=0).fit(fed)
+    before = lazy.cluster_centers_.copy()
+    assert not lazy.remove(3, [plain]).server_recomputed
+    np.testing.assert_array_equal(lazy.cluster_centers_, before)
+
+
+def test_removal_errors_are_atomic():
+    X, fed = _gaussian_federation()
+    m = MUFC(5, client_clusters=2, secure=False, random_state=0).fit(fed)
+    _, ids = fed.client(0)
+    before = (m.aggregate_[1].copy(), m.cluster_centers_.copy())
+    with pytest.raises(ValueError, match="unknown id"):
+        m.remove(0, [fed.client(1)[1][0]])  # a point of another client
+    m.remove(0, [int(ids[0])])
+    with pytest.raises(ValueError, match="already removed"):
+        m.remove(0, [int(ids[0])])
+    with pytest.raises(ValueError, match="client_id"):
+        m.remove(99, [0])
+    with pytest.raises(ValueError, match="every client"):
+        m.remove_clients(list(range(10)))
+    with pytest.raises(ValueError, match="repeats"):
+        m.remove_clients([1, 1])
+    assert m.aggregate_[1].sum() == X.shape[0] - 1
+    m.remove_clients([1, 2])
+    with pytest.raises(ValueError, match="removed client 1"):
+        m.remove_clients([1])
+    assert m.n_clients_ == 8
+    del before
+
+
+def test_fit_rejects_bad_input():
+    X, fed = _gaussian_federation()
+    small = fedcore.HorizontalFederation.from_arrays([X[:10], X[10:11]])
+    with pytest.raises(ValueError, match="Client 1 holds 1 point"):
+        MUFC(3, client_clusters=2, secure=False).fit(small)
+    with pytest.raises(TypeError, match="'federation'"):
+        MUFC(3, secure=False).fit(X)
+    with pytest.raises(ValueError, match="'server_data'"):
+        MUFC(3, server_data="median", secure=False).fit(fed)
+    with pytest.raises(ValueError, match="outside the quantization bounds"):
+        MUFC(3, secure=False, bounds=(np.zeros(3), np.full(3, 0.5))).fit(fed)
