@@ -1,0 +1,608 @@
+"""Coordinate-descent k-means kernels: CDKM, BCDKM, DisBCDKM and the F3KM augmented Lagrangian.
+
+Notation (F3KM paper, Sec. 3-4). ``F`` is the one-hot indicator matrix, stored as ``labels``. Per
+party ``h`` (one party on a single machine) the cached statistics are
+
+``sums[m]``      X_h f_m                 (d_h,)  sum of the party's columns over cluster m
+``counts[m]``    f_m^T f_m               int     cluster size
+``sqnorms[m]``   f_m^T X_h^T X_h f_m     float   ``|sums[m]|^2``, kept by the updates of eq. (11)
+``xx[i]``        (x_i^h)^T x_i^h         float   row norms, computed once
+``group_counts[l, m]``  (p_l^h)^T f_m    int     members of protected group l in cluster m
+
+All of them are taken on *centred* columns, ``x - shift`` with ``shift`` the column means. Eq. (4)
+is invariant to the shift up to a constant, and centring keeps the cached terms of order of the
+spread of the data instead of its distance from the origin.
+
+Row objectives ``phi(i, m) = L(F_i^(m)) - L(F_i^(0))`` (eq. (6) and (26)) are written in a form in
+which the O(n |c|^2) parts of eq. (9) cancel analytically:
+
+* ``m == r`` (the row's own cluster):  ``Q/(n(n-1)) + (xx - 2 x.S)/(n-1)``   (eqs. (7), (9), (17))
+* ``m != r``:                          ``Q/(n(n+1)) - (2 x.S + xx)/(n+1)``   (eqs. (8), (9), (17))
+
+An empty cluster contributes 0 to eq. (4) and to the Lagrangian (24) (the ``0/0`` terms are 0), so
+``phi(i, m) = -xx`` for an empty ``m`` and ``phi(i, r) = -xx`` for a row alone in its cluster. The
+fairness part of eqs. (27)-(28), in the factored form of the paper, with ``D`` the change of the
+group ratio ``p_l^T f / f^T f`` caused by the move, is ``-u D + rho/2 D (r_new + r_old - 2 theta)``,
+summed over the party's groups and multiplied by ``fair_scale``.
+
+Block semantics (Alg. 2/3): the rows of one range are all evaluated against the same statistics
+(Jacobi), then moved; ranges are processed in order (Gauss-Seidel). A row alone in its cluster
+never moves, and within a range a move that would empty its cluster (counted in row order) is
+dropped, so clusters never become empty. A row moves only if some cluster beats its own by more
+than ``tol``; it then goes to the lowest-index cluster within ``tol`` of the best, so decisions do
+not depend on rounding (and agree between one party and several). A range whose joint move does
+not lower the Lagrangian by more than ``tol`` is split in two halves, processed in order
+(:func:`bcd_sweep`); a range of one row, or one proposing a single move, is never split, since a
+single move lowers the Lagrangian by exactly its ``phi`` difference. The paper is silent on this
+safeguard; without it a Jacobi block can raise the objective (see ``tests/test_cdkm.py``).
+"""
+import numpy as np
+from numba import njit, prange
+
+from .._config import CHUNK_SIZE, NUMBA_CACHE
+from ._parallel import _renamed
+
+__all__ = [
+    "SEGMENT_ROWS",
+    "column_moments",
+    "centered_sq_norms",
+    "cluster_statistics",
+    "fair_tables",
+    "bcd_row_objectives",
+    "choose_moves",
+    "move_deltas",
+    "objective_change",
+    "fairness_change",
+    "apply_moves",
+    "fairness_lagrangian",
+    "bcd_sweep",
+    "partition_sums",
+    "partition_sse",
+]
+
+# Rows evaluated per objective buffer; a range larger than this is evaluated in segments, so the
+# buffer is O(SEGMENT_ROWS * k), never O(n * k).
+SEGMENT_ROWS = 8 * CHUNK_SIZE
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def column_moments(X, mean, sumsq):
+    """Column means and centred sums of squares, one column at a time in row order.
+
+    Each column's result depends on that column only, so any split of the columns over parties
+    gives the same bits.
+
+    Parameters
+    ----------
+    X : float32 or float64 (n, d)     IN
+    mean : float64 (d,)               OUT, column means
+    sumsq : float64 (d,)              OUT, ``sum_i (X[i, f] - mean[f])^2``
+    """
+    n, d = X.shape
+    mean[:] = 0.0
+    for i in range(n):
+        for f in range(d):
+            mean[f] += np.float64(X[i, f])
+    for f in range(d):
+        mean[f] /= n
+    sumsq[:] = 0.0
+    for i in range(n):
+        for f in range(d):
+            t = np.float64(X[i, f]) - mean[f]
+            sumsq[f] += t * t
+
+
+def _centered_sq_norms(X, shift, out):
+    n, d = X.shape
+    for c in prange(-(-n // CHUNK_SIZE)):
+        for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
+            acc = 0.0
+            for f in range(d):
+                t = np.float64(X[i, f]) - shift[f]
+                acc += t * t
+            out[i] = acc
+
+
+centered_sq_norms = njit(cache=NUMBA_CACHE, nogil=True, parallel=True)(
+    _renamed(_centered_sq_norms, "_parallel"))
+centered_sq_norms.__doc__ = """OUT ``out`` float64 (n,): ``|X[i] - shift|^2`` (the x_i^T x_i of Alg. 1 line 2).
+
+IN ``X`` float32/float64 (n, d), ``shift`` float64 (d,).
+"""
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def cluster_statistics(X, shift, labels, codes, sums, counts, sqnorms, group_counts):
+    """Statistics of Alg. 1 line 2 / Alg. 5 line 2 from scratch, in row order.
+
+    Parameters
+    ----------
+    X : float32 or float64 (n, d)   IN
+    shift : float64 (d,)            IN, subtracted from every row
+    labels : int64 (n,)             IN, values in [0, k)
+    codes : int64 (n, A)            IN, protected group of each row for each of the party's A
+                                    attributes, as a column index into ``group_counts``
+    sums : float64 (k, d)           OUT, X f_m
+    counts : int64 (k,)             OUT, f_m^T f_m
+    sqnorms : float64 (k,)          OUT, ``|sums[m]|^2`` = f_m^T X^T X f_m
+    group_counts : int64 (L, k)     OUT, p_l^T f_m
+    """
+    n, d = X.shape
+    k = sums.shape[0]
+    sums[:] = 0.0
+    counts[:] = 0
+    group_counts[:] = 0
+    for i in range(n):
+        m = labels[i]
+        counts[m] += 1
+        for f in range(d):
+            sums[m, f] += np.float64(X[i, f]) - shift[f]
+        for a in range(codes.shape[1]):
+            group_counts[codes[i, a], m] += 1
+    for m in range(k):
+        acc = 0.0
+        for f in range(d):
+            acc += sums[m, f] * sums[m, f]
+        sqnorms[m] = acc
+
+
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+def _ratio_term(c, n, p, theta, u, rho, remove):
+    """Lagrangian change of one (group, cluster) pair when a row with membership ``p`` (0 or 1)
+    joins (``remove`` False: (c, n) -> (c + p, n + 1)) or is the row being taken out
+    (``remove`` True: (c - p, n - 1) -> (c, n)) of a cluster. Eqs. (27)-(28), factored.
+    """
+    if remove:
+        if n <= 1.0:  # the row alone: G(p, 1) - G(0, 0) with G(., 0) = 0
+            t = theta - p
+            return u * t + 0.5 * rho * t * t
+        r = c / n
+        r0 = (c - p) / (n - 1.0)
+        dr = (n * p - c) / (n * (n - 1.0))
+        return -u * dr + 0.5 * rho * dr * (r + r0 - 2.0 * theta)
+    if n <= 0.0:  # joining an empty cluster: G(p, 1) - 0
+        t = theta - p
+        return u * t + 0.5 * rho * t * t
+    r = c / n
+    r1 = (c + p) / (n + 1.0)
+    dr = (n * p - c) / (n * (n + 1.0))
+    return -u * dr + 0.5 * rho * dr * (r1 + r - 2.0 * theta)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def fair_tables(group_counts, counts, theta, u, rho, fair_scale, base, correction):
+    """Per-cluster fairness terms of eqs. (27)-(28) for the current statistics.
+
+    The fairness part of ``phi(i, m)`` is ``base[w, m] + sum_a correction[w, codes[i, a], m]``
+    with ``w = 1`` when ``m`` is the row's own cluster (eq. (27)) and ``w = 0`` otherwise
+    (eq. (28)): ``base`` sums every group's term as if the row were not a member, ``correction``
+    swaps in the member's term for the row's own groups (one per attribute). O(L k) per call, so
+    a row costs O(A k) instead of O(L k).
+
+    Parameters
+    ----------
+    group_counts : int64 (L, k)        IN
+    counts : int64 (k,)                IN
+    theta, u : float64 (L, k)          IN, auxiliary and dual variables (Theta_h, U_h)
+    rho : float                        IN, penalty
+    fair_scale : float                 IN, weight of the fairness terms against the k-means part
+    base : float64 (2, k)              OUT
+    correction : float64 (2, L, k)     OUT
+    """
+    L, k = group_counts.shape
+    base[:] = 0.0
+    for w in range(2):
+        remove = w == 1
+        for m in range(k):
+            n = np.float64(counts[m])
+            acc = 0.0
+            for g in range(L):
+                c = np.float64(group_counts[g, m])
+                out = _ratio_term(c, n, 0.0, theta[g, m], u[g, m], rho, remove)
+                inn = _ratio_term(c, n, 1.0, theta[g, m], u[g, m], rho, remove)
+                acc += out
+                correction[w, g, m] = fair_scale * (inn - out)
+            base[w, m] = fair_scale * acc
+
+
+def _bcd_row_objectives(X, shift, xx, lo, hi, labels, sums, counts, sqnorms, codes, base,
+                        correction, out):
+    k, d = sums.shape
+    A = codes.shape[1]
+    rows = hi - lo
+    for c in prange(-(-rows // CHUNK_SIZE)):
+        for i in range(lo + c * CHUNK_SIZE, min(hi, lo + (c + 1) * CHUNK_SIZE)):
+            r = labels[i]
+            x_sq = xx[i]
+            o = i - lo
+            for m in range(k):
+                dot = 0.0
+                for f in range(d):
+                    dot += (np.float64(X[i, f]) - shift[f]) * sums[m, f]
+                n = np.float64(counts[m])
+                q = sqnorms[m]
+                if m == r:
+                    w = 1
+                    if n <= 1.0:
+                        phi = -x_sq
+                    else:
+                        phi = q / (n * (n - 1.0)) + (x_sq - 2.0 * dot) / (n - 1.0)
+                else:
+                    w = 0
+                    if n <= 0.0:
+                        phi = -x_sq
+                    else:
+                        phi = q / (n * (n + 1.0)) - (2.0 * dot + x_sq) / (n + 1.0)
+                fair = base[w, m]
+                for a in range(A):
+                    fair += correction[w, codes[i, a], m]
+                out[o, m] += phi + fair
+
+
+_row_objectives_serial = njit(cache=NUMBA_CACHE, nogil=True)(
+    _renamed(_bcd_row_objectives, "_serial"))
+_row_objectives_parallel = njit(cache=NUMBA_CACHE, nogil=True, parallel=True)(
+    _renamed(_bcd_row_objectives, "_parallel"))
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def bcd_row_objectives(X, shift, xx, lo, hi, labels, sums, counts, sqnorms, codes, base,
+                       correction, out):
+    """ADD one party's ``phi(i, m)`` for rows ``lo <= i < hi`` into ``out[i - lo, m]``.
+
+    Eq. (9) on one machine, eq. (17) per party, eqs. (27)-(28) with the fairness tables of
+    :func:`fair_tables` (all zeros, or ``L = 0``, for plain k-means). Rows are independent, so
+    the rows of a large range are spread over threads without changing any bit.
+
+    Parameters
+    ----------
+    X : float32 or float64 (n, d_h)    IN, the party's columns
+    shift : float64 (d_h,)             IN
+    xx : float64 (n,)                  IN, centred row norms
+    lo, hi : int                       IN, the range
+    labels : int64 (n,)                IN, current labels (the ``r`` of each row)
+    sums, counts, sqnorms, codes       IN, statistics as in :func:`cluster_statistics`
+    base, correction                   IN, from :func:`fair_tables`
+    out : float64 (>= hi - lo, k)      IN/OUT, the party's objectives are added (the server's sum
+                                       over parties of eq. (18)/(29))
+    """
+    if hi - lo > 2 * CHUNK_SIZE:
+        _row_objectives_parallel(X, shift, xx, lo, hi, labels, sums, counts, sqnorms, codes,
+                                 base, correction, out)
+    else:
+        _row_objectives_serial(X, shift, xx, lo, hi, labels, sums, counts, sqnorms, codes,
+                               base, correction, out)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def choose_moves(phi, lo, hi, labels, tentative, tol, new_labels, offset):
+    """Server side of eqs. (10)/(18)/(29): the new label of each row of a segment.
+
+    Row ``i`` keeps its label ``r`` unless ``phi[i - lo, r]`` exceeds the minimum by more than
+    ``tol``; it then takes the lowest-index cluster within ``tol`` of the minimum. A row whose
+    cluster would be left empty (``tentative[r] == 1``) keeps its label.
+
+    Parameters
+    ----------
+    phi : float64 (>= hi - lo, k)    IN, summed objectives of rows lo..hi
+    lo, hi : int                     IN
+    labels : int64 (n,)              IN
+    tentative : int64 (k,)           IN/OUT, cluster sizes after the moves chosen so far in the
+                                     range (start from ``counts``)
+    tol : float                      IN, >= 0
+    new_labels : int64 (>= offset + hi - lo,)  OUT, ``new_labels[offset + i - lo]``
+    offset : int                     IN
+
+    Returns
+    -------
+    n_moves : int
+    """
+    k = phi.shape[1]
+    n_moves = 0
+    for i in range(lo, hi):
+        o = i - lo
+        r = labels[i]
+        best = phi[o, 0]
+        for m in range(1, k):
+            if phi[o, m] < best:
+                best = phi[o, m]
+        s = r
+        if tentative[r] > 1 and phi[o, r] > best + tol:
+            for m in range(k):
+                if phi[o, m] <= best + tol:
+                    s = m
+                    break
+        if s != r:
+            tentative[r] -= 1
+            tentative[s] += 1
+            n_moves += 1
+        new_labels[offset + o] = s
+    return n_moves
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def move_deltas(X, shift, lo, hi, labels, new_labels, offset, codes, dsums, dcounts, dgroups):
+    """Changes of one party's statistics if the proposed moves of rows lo..hi were applied.
+
+    OUT ``dsums`` float64 (k, d_h), ``dcounts`` int64 (k,), ``dgroups`` int64 (L, k); the other
+    arguments are as in :func:`choose_moves` and :func:`cluster_statistics` (IN).
+    """
+    d = X.shape[1]
+    dsums[:] = 0.0
+    dcounts[:] = 0
+    dgroups[:] = 0
+    for i in range(lo, hi):
+        r = labels[i]
+        s = new_labels[offset + i - lo]
+        if s == r:
+            continue
+        dcounts[r] -= 1
+        dcounts[s] += 1
+        for f in range(d):
+            t = np.float64(X[i, f]) - shift[f]
+            dsums[r, f] -= t
+            dsums[s, f] += t
+        for a in range(codes.shape[1]):
+            g = codes[i, a]
+            dgroups[g, r] -= 1
+            dgroups[g, s] += 1
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def objective_change(sums, counts, sqnorms, dsums, dcounts):
+    """Change of eq. (4) (one party's part, eq. (15)) under the deltas of :func:`move_deltas`.
+
+    For each cluster, ``|S + dS|^2/(n + dn) - Q/n = (n(2 S.dS + |dS|^2) - dn Q)/(n(n + dn))``,
+    which has no cancellation of O(n |c|^2) terms. IN only; returns the change of
+    ``-sum_m Q_m / n_m``.
+    """
+    k, d = sums.shape
+    total = 0.0
+    for m in range(k):
+        dn = np.float64(dcounts[m])
+        n = np.float64(counts[m])
+        cross = 0.0
+        dd = 0.0
+        for f in range(d):
+            cross += sums[m, f] * dsums[m, f]
+            dd += dsums[m, f] * dsums[m, f]
+        if dn == 0.0 and dd == 0.0:
+            continue
+        if n <= 0.0:
+            gain = dd / dn
+        elif n + dn <= 0.0:
+            gain = -sqnorms[m] / n
+        else:
+            gain = (n * (2.0 * cross + dd) - dn * sqnorms[m]) / (n * (n + dn))
+        total -= gain
+    return total
+
+
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+def _pair_change(c0, n0, c1, n1, theta, u, rho):
+    # G(c1, n1) - G(c0, n0) for one (group, cluster) pair, G(., 0) = 0.
+    if n0 <= 0.0 and n1 <= 0.0:
+        return 0.0
+    if n0 <= 0.0:
+        t = theta - c1 / n1
+        return u * t + 0.5 * rho * t * t
+    if n1 <= 0.0:
+        t = theta - c0 / n0
+        return -(u * t + 0.5 * rho * t * t)
+    r0 = c0 / n0
+    r1 = c1 / n1
+    dr = (c1 * n0 - c0 * n1) / (n0 * n1)
+    return -u * dr + 0.5 * rho * dr * (r1 + r0 - 2.0 * theta)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def fairness_change(group_counts, counts, dgroups, dcounts, theta, u, rho, fair_scale):
+    """Change of the fairness part of the Lagrangian (24) under the deltas of :func:`move_deltas`,
+    times ``fair_scale``. IN only."""
+    L, k = group_counts.shape
+    total = 0.0
+    for m in range(k):
+        n0 = np.float64(counts[m])
+        n1 = n0 + dcounts[m]
+        for g in range(L):
+            if dcounts[m] == 0 and dgroups[g, m] == 0:
+                continue
+            c0 = np.float64(group_counts[g, m])
+            total += _pair_change(c0, n0, c0 + dgroups[g, m], n1, theta[g, m], u[g, m], rho)
+    return fair_scale * total
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def fairness_lagrangian(group_counts, counts, theta, u, rho):
+    """Fairness part of eq. (24), ``sum over non-empty m, l of u (theta - c/n) + rho/2 (...)^2``."""
+    L, k = group_counts.shape
+    total = 0.0
+    for m in range(k):
+        if counts[m] <= 0:
+            continue
+        n = np.float64(counts[m])
+        for g in range(L):
+            t = theta[g, m] - group_counts[g, m] / n
+            total += u[g, m] * t + 0.5 * rho * t * t
+    return total
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def apply_moves(X, shift, xx, lo, hi, labels, new_labels, offset, sums, counts, sqnorms, codes,
+                group_counts):
+    """Move rows lo..hi to ``new_labels`` in row order, updating one party's statistics.
+
+    Eq. (11) / (19): ``Q_r -= 2 x.S_r - xx``, ``S_r -= x``, ``n_r -= 1`` and ``Q_s += 2 x.S_s + xx``,
+    ``S_s += x``, ``n_s += 1`` (each dot product taken before its sum changes), and eq. (30) for the
+    group counts. ``labels`` is IN only (the server commits the labels). ``sums``, ``counts``,
+    ``sqnorms`` and ``group_counts`` are IN/OUT.
+    """
+    d = X.shape[1]
+    for i in range(lo, hi):
+        r = labels[i]
+        s = new_labels[offset + i - lo]
+        if s == r:
+            continue
+        dot_r = 0.0
+        dot_s = 0.0
+        for f in range(d):
+            t = np.float64(X[i, f]) - shift[f]
+            dot_r += t * sums[r, f]
+            dot_s += t * sums[s, f]
+        sqnorms[r] += -2.0 * dot_r + xx[i]
+        sqnorms[s] += 2.0 * dot_s + xx[i]
+        for f in range(d):
+            t = np.float64(X[i, f]) - shift[f]
+            sums[r, f] -= t
+            sums[s, f] += t
+        counts[r] -= 1
+        counts[s] += 1
+        for a in range(codes.shape[1]):
+            g = codes[i, a]
+            group_counts[g, r] -= 1
+            group_counts[g, s] += 1
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _propose(X, shift, xx, lo, hi, block_lo, labels, sums, counts, sqnorms, codes, base,
+             correction, tol, phi, tentative, new_labels):
+    tentative[:] = counts
+    n_moves = 0
+    for seg_lo in range(lo, hi, phi.shape[0]):
+        seg_hi = min(hi, seg_lo + phi.shape[0])
+        phi[:seg_hi - seg_lo] = 0.0
+        bcd_row_objectives(X, shift, xx, seg_lo, seg_hi, labels, sums, counts, sqnorms, codes,
+                           base, correction, phi)
+        n_moves += choose_moves(phi, seg_lo, seg_hi, labels, tentative, tol, new_labels,
+                                seg_lo - block_lo)
+    return n_moves
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def bcd_sweep(X, shift, xx, labels, sums, counts, sqnorms, codes, group_counts, theta, u, rho,
+              fair_scale, block_size, tol, phi, new_labels):
+    """One sweep of BCDKM (Alg. 2 lines 5-8) or of the F-step of F3KM (Alg. 4 lines 6-10).
+
+    Blocks of ``block_size`` consecutive rows are processed in order. Each range is evaluated
+    against the current statistics (:func:`bcd_row_objectives`), its moves chosen
+    (:func:`choose_moves`), and applied (:func:`apply_moves`) if they lower the Lagrangian
+    (``objective_change + fairness_change``) by more than ``tol``; otherwise the range is split
+    in two halves, processed in order. ``block_size = 1`` is CDKM (Alg. 1).
+
+    Parameters
+    ----------
+    X, shift, xx, codes                  IN, as in :func:`bcd_row_objectives`
+    labels : int64 (n,)                  IN/OUT
+    sums, counts, sqnorms, group_counts  IN/OUT, statistics as in :func:`cluster_statistics`
+    theta, u : float64 (L, k)            IN
+    rho, fair_scale, tol : float         IN
+    block_size : int                     IN, >= 1
+    phi : float64 (s, k), s >= 1         scratch, objective buffer (segment rows)
+    new_labels : int64 (block_size,)     scratch
+
+    Returns
+    -------
+    n_moved : int, rows that changed label
+    n_ranges : int, ranges evaluated (the number of blocks when no block is split)
+    """
+    n, d = X.shape
+    k = sums.shape[0]
+    L = group_counts.shape[0]
+    base = np.empty((2, k))
+    correction = np.empty((2, L, k))
+    tentative = np.empty(k, dtype=np.int64)
+    dsums = np.empty((k, d))
+    dcounts = np.empty(k, dtype=np.int64)
+    dgroups = np.empty((L, k), dtype=np.int64)
+    stack = np.empty((128, 2), dtype=np.int64)
+    n_moved = 0
+    n_ranges = 0
+    for block_lo in range(0, n, block_size):
+        block_hi = min(n, block_lo + block_size)
+        stack[0, 0] = block_lo
+        stack[0, 1] = block_hi
+        top = 1
+        while top > 0:
+            top -= 1
+            lo = stack[top, 0]
+            hi = stack[top, 1]
+            n_ranges += 1
+            fair_tables(group_counts, counts, theta, u, rho, fair_scale, base, correction)
+            n_moves = _propose(X, shift, xx, lo, hi, block_lo, labels, sums, counts, sqnorms,
+                               codes, base, correction, tol, phi, tentative, new_labels)
+            if n_moves == 0:
+                continue
+            if n_moves > 1:
+                move_deltas(X, shift, lo, hi, labels, new_labels, lo - block_lo, codes, dsums,
+                            dcounts, dgroups)
+                change = objective_change(sums, counts, sqnorms, dsums, dcounts)
+                if L > 0:
+                    change += fairness_change(group_counts, counts, dgroups, dcounts, theta, u,
+                                              rho, fair_scale)
+                if not change < -tol:
+                    mid = (lo + hi) // 2
+                    stack[top, 0] = mid
+                    stack[top, 1] = hi
+                    stack[top + 1, 0] = lo
+                    stack[top + 1, 1] = mid
+                    top += 2
+                    continue
+            apply_moves(X, shift, xx, lo, hi, labels, new_labels, lo - block_lo, sums, counts,
+                        sqnorms, codes, group_counts)
+            for i in range(lo, hi):
+                labels[i] = new_labels[i - block_lo]
+            n_moved += n_moves
+    return n_moved, n_ranges
+
+
+def _partition_sums(X, labels, sums, counts):
+    n, d = X.shape
+    k = sums.shape[0]
+    n_chunks = max(1, -(-n // CHUNK_SIZE))
+    part = np.zeros((n_chunks, k, d))
+    part_counts = np.zeros((n_chunks, k), dtype=np.int64)
+    for c in prange(n_chunks):
+        for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
+            m = labels[i]
+            part_counts[c, m] += 1
+            for f in range(d):
+                part[c, m, f] += np.float64(X[i, f])
+    sums[:] = 0.0
+    counts[:] = 0
+    for c in range(n_chunks):
+        for m in range(k):
+            counts[m] += part_counts[c, m]
+            for f in range(d):
+                sums[m, f] += part[c, m, f]
+
+
+def _partition_sse(X, labels, centers):
+    n, d = X.shape
+    n_chunks = max(1, -(-n // CHUNK_SIZE))
+    part = np.zeros(n_chunks)
+    for c in prange(n_chunks):
+        acc = 0.0
+        for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
+            m = labels[i]
+            for f in range(d):
+                t = np.float64(X[i, f]) - centers[m, f]
+                acc += t * t
+        part[c] = acc
+    total = 0.0
+    for c in range(n_chunks):
+        total += part[c]
+    return total
+
+
+partition_sums = njit(cache=NUMBA_CACHE, nogil=True, parallel=True)(
+    _renamed(_partition_sums, "_parallel"))
+partition_sums.__doc__ = """OUT ``sums`` float64 (k, d) and ``counts`` int64 (k,): per-label sums of the rows of ``X``.
+
+Per-chunk partials merged in chunk order: the same bits for any thread count.
+"""
+partition_sse = njit(cache=NUMBA_CACHE, nogil=True, parallel=True)(
+    _renamed(_partition_sse, "_parallel"))
+partition_sse.__doc__ = """Return ``sum_i |X[i] - centers[labels[i]]|^2`` (eq. (1)), chunked and merged in order.
+
+IN ``X`` float32/float64 (n, d), ``labels`` int64 (n,), ``centers`` float64 (k, d).
+"""
