@@ -7,7 +7,7 @@ uniform; ``_kmeans_plusplus`` returns the reference's rows, labels and D^2 bit f
 Statistical properties (seeded chi-square against ``exact_kmeanspp_distribution``): each test
 compares one empirical distribution of ordered center sequences with the exact one at
 ``ALPHA = 1e-3``. A correct implementation fails one such test with probability <= 1e-3 over the
-choice of seeds; this module runs 9 of them, so the family-wise false-alarm rate is <= 9e-3.
+choice of seeds; this module runs 10 of them, so the family-wise false-alarm rate is <= 1e-2.
 The seeds are fixed, so the outcome is deterministic.
 """
 import importlib
@@ -21,6 +21,7 @@ from hypothesis.extra import numpy as hnp
 import fedcore
 from fedcore import _config
 from tests.reference.kmeans_reference import (chi_square_against_exact, chunk_sums_reference,
+                                              exact_grouped_kmeanspp_distribution,
                                               exact_kmeanspp_distribution, kmeanspp_reference,
                                               pick_reference)
 
@@ -295,6 +296,8 @@ def test_reference_seeding_matches_exact_distribution(name):
     for seed in range(3000):
         rows, _, _ = kmeanspp_reference(X, w, np.random.default_rng(seed).random(k), CHUNK)
         counts[tuple(rows.tolist())] = counts.get(tuple(rows.tolist()), 0) + 1
+    impossible = {key: c for key, c in counts.items() if key not in exact}
+    assert not impossible, f"outcomes of exact probability 0: {impossible}"
     p, bins = chi_square_against_exact(counts, exact)
     assert bins >= 2
     assert p > ALPHA, f"{name}: p = {p:.2e} with {bins} bins"
@@ -309,6 +312,59 @@ def test_kmeans_plusplus_matches_exact_distribution(name):
     for seed in range(10_000, 14_000):
         _, idx = fedcore.kmeans_plusplus(X, k, sample_weight=w, random_state=seed)
         counts[tuple(idx.tolist())] = counts.get(tuple(idx.tolist()), 0) + 1
+    impossible = {key: c for key, c in counts.items() if key not in exact}
+    assert not impossible, f"outcomes of exact probability 0: {impossible}"
     p, bins = chi_square_against_exact(counts, exact)
     assert bins >= 2
     assert p > ALPHA, f"{name}: p = {p:.2e} with {bins} bins"
+
+
+# ------------------------------------------------------------------------------------------
+# Several chunks: many rows at few locations, exact distribution of the location sequence
+# ------------------------------------------------------------------------------------------
+
+def _grouped_data(locations, counts, seed):
+    """Rows = counts[g] copies of locations[g], shuffled; returns (X, location of each row)."""
+    location_of = np.repeat(np.arange(len(counts)), counts)
+    np.random.default_rng(seed).shuffle(location_of)
+    return np.asarray(locations, dtype=np.float64)[location_of], location_of
+
+
+@pytest.mark.parametrize("locations, counts, k", [
+    ([0.0, 1.0, 3.0], [2, 2, 1], 4),
+    ([[0.0, 0.0], [1.0, 2.0]], [3, 2], 4),
+    ([0.0, 1.0, 3.0, 7.0], [2, 1, 1, 2], 5),
+])
+def test_grouped_exact_distribution_equals_row_level(locations, counts, k):
+    # Cross-checks the two exact references: summing the row-level distribution over rows of the
+    # same location gives the grouped one, exactly.
+    X, location_of = _grouped_data(locations, counts, 0)
+    by_location = {}
+    for seq, p in exact_kmeanspp_distribution(X.reshape(len(X), -1), k).items():
+        key = tuple(int(location_of[r]) for r in seq)
+        by_location[key] = by_location.get(key, 0) + p
+    assert by_location == exact_grouped_kmeanspp_distribution(locations, counts, k)
+
+
+SEVERAL_CHUNKS = ([[0.0, 0.0], [1.0, 0.0], [0.0, 3.0], [7.0, 7.0]],
+                  [CHUNK + 900, CHUNK // 2 + 20, 150, 3], 5)
+
+
+def test_kmeans_plusplus_several_chunks_matches_exact_distribution():
+    # Rows span several chunks; k = 5 > 4 locations, so the degenerate rule runs too.
+    # One chi-square, alpha = 1e-3.
+    locations, counts, k = SEVERAL_CHUNKS
+    X, location_of = _grouped_data(locations, counts, 1)
+    assert X.shape[0] > CHUNK
+    exact = exact_grouped_kmeanspp_distribution(locations, counts, k)
+    tallies = {}
+    for seed in range(20_000, 21_500):
+        _, idx = fedcore.kmeans_plusplus(X, k, random_state=seed)
+        assert len(set(idx.tolist())) == k
+        key = tuple(int(location_of[i]) for i in idx)
+        tallies[key] = tallies.get(key, 0) + 1
+    impossible = {key: c for key, c in tallies.items() if key not in exact}
+    assert not impossible, f"outcomes of exact probability 0: {impossible}"
+    p, bins = chi_square_against_exact(tallies, exact)
+    assert bins >= 2
+    assert p > ALPHA, f"p = {p:.2e} with {bins} bins"

@@ -227,3 +227,51 @@ def test_refine_equals_kmeans_from_seeds():
     removed |= set(batch)
     assert result.retrained and result.restart_position == 2
     _assert_refined_matches_kmeans(model, X, IDS, removed, 5)
+
+
+# ------------------------------------------------------------------------------------------
+# Redraws never read uninitialized memory
+# ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fill", [0.0, np.nan, 1.0], ids=["zeros", "nan", "ones"])
+def test_redraw_does_not_depend_on_uninitialized_memory(monkeypatch, fill):
+    # Correct code never reads what np.empty returns; make that memory zeros / NaN / ones and
+    # check a removal that must redraw a forced center. Five points at 0 and two far points: when
+    # center 1 is row 6 and row 6 is removed, the only point with positive D^2 is row 5, so the
+    # redrawn center 1 must be row 5 (probability 1).
+    X = np.array([[0.0], [0.0], [0.0], [0.0], [0.0], [10.0], [11.0]])
+    for seed in range(5):  # warm up every kernel before np.empty is replaced
+        fedcore.UnlearnableKMeans(2, random_state=seed).fit(X).remove([6])
+    real_empty = np.empty
+
+    def filled_empty(*args, **kwargs):
+        out = real_empty(*args, **kwargs)
+        if out.dtype.kind == "f":
+            out.fill(fill)
+        return out
+
+    monkeypatch.setattr(np, "empty", filled_empty)
+    checked = 0
+    for seed in range(400):
+        model = fedcore.UnlearnableKMeans(2, random_state=seed).fit(X)
+        if model.center_ids_.tolist() != [int(model.center_ids_[0]), 6] or \
+                int(model.center_ids_[0]) == 5:
+            continue
+        result = model.remove([6])
+        checked += 1
+        assert result.retrained and result.restart_position == 1
+        assert int(model.center_ids_[1]) == 5, f"seed {seed}: redrew {model.center_ids_.tolist()}"
+    assert checked >= 20
+
+
+@pytest.mark.parametrize("k", [40, 70])
+def test_many_clusters_stay_consistent(k):
+    # More centers than a refresh batch: seeding state must stay consistent through removals.
+    X = _blobs(n=400, seed=9)
+    ids = np.arange(400)
+    model = fedcore.UnlearnableKMeans(k, random_state=1).fit(X)
+    _check_consistent(model, X, ids, set(), k)
+    removed = {int(model.center_ids_[3]), int(model.center_ids_[k - 1])}
+    result = model.remove(sorted(removed))
+    assert result.retrained and result.restart_position == 3
+    _check_consistent(model, X, ids, removed, k)

@@ -11,8 +11,9 @@ removed point as a center.
 
 False-alarm rate: every statistical test uses ``ALPHA = 1e-3``, so a correct implementation fails
 a given test with probability <= 1e-3 over the seeds. There are ``len(CASES)`` = 10 chi-square
-tests and at most 10 binomial tests, so the family-wise false-alarm rate is <= 2e-2. Seeds are
-fixed (disjoint ranges per case), so the outcome is deterministic.
+tests, at most 10 binomial tests and one chi-square on data spanning several chunks, so the
+family-wise false-alarm rate is <= 2.1e-2. Seeds are fixed (disjoint ranges per case), so the
+outcome is deterministic.
 
 Power: ``test_chi_square_detects_inexact_unlearning`` runs the same machinery on a plausible but
 wrong unlearning rule (replace only the removed center, keep the later ones) and requires p < ALPHA.
@@ -22,7 +23,9 @@ import pytest
 from scipy import stats
 
 import fedcore
+from fedcore import _config
 from tests.reference.kmeans_reference import (chi_square_against_exact,
+                                              exact_grouped_kmeanspp_distribution,
                                               exact_kmeanspp_distribution, kmeanspp_reference)
 
 ALPHA = 1e-3
@@ -93,6 +96,8 @@ def test_fit_then_remove_equals_retraining_in_distribution(name):
         key = tuple(int(c) for c in model.center_ids_)
         counts[key] = counts.get(key, 0) + 1
 
+    impossible = {key: c for key, c in counts.items() if key not in exact}
+    assert not impossible, f"outcomes of exact probability 0: {impossible}"
     p, bins = chi_square_against_exact(counts, exact)
     assert bins >= 2, "case has a single outcome: nothing to test"
     assert p > ALPHA, f"{name}: chi-square p = {p:.2e} over {bins} bins; counts {counts}"
@@ -148,3 +153,34 @@ def test_chi_square_detects_inexact_unlearning():
         counts[key] = counts.get(key, 0) + 1
     p, _ = chi_square_against_exact(counts, exact)
     assert p < ALPHA
+
+
+def test_several_chunks_fit_then_remove_equals_retraining():
+    # Many rows at 4 locations across several chunks (CHUNK_SIZE rows each); remove every row of
+    # the far location (a likely center) and 1500 rows of the biggest one in one batch. Compared
+    # as sequences of locations with the exact grouped distribution; k = 5 > 3 locations left,
+    # so the degenerate rule runs after the removal. One chi-square, alpha = 1e-3.
+    chunk = _config.CHUNK_SIZE
+    locations = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 3.0], [7.0, 7.0]])
+    counts = [chunk + 900, chunk // 2 + 20, 150, 3]
+    location_of = np.repeat(np.arange(4), counts)
+    rng = np.random.default_rng(3)
+    rng.shuffle(location_of)
+    X = locations[location_of]
+    removed = np.concatenate([np.flatnonzero(location_of == 3),
+                              rng.choice(np.flatnonzero(location_of == 0), 1500, replace=False)])
+    left = [c - int(np.sum(location_of[removed] == g)) for g, c in enumerate(counts)]
+    exact = exact_grouped_kmeanspp_distribution(locations, left, 5)
+    tallies, retrained = {}, 0
+    trials = 1500
+    for seed in range(50_000, 50_000 + trials):
+        model = fedcore.UnlearnableKMeans(5, random_state=seed).fit(X)
+        retrained += model.remove(removed).retrained
+        key = tuple(int(location_of[i]) for i in model.center_ids_)
+        tallies[key] = tallies.get(key, 0) + 1
+    assert retrained > trials // 4  # the removal hits a center often: the redraw path is tested
+    impossible = {key: c for key, c in tallies.items() if key not in exact}
+    assert not impossible, f"outcomes of exact probability 0: {impossible}"
+    p, bins = chi_square_against_exact(tallies, exact)
+    assert bins >= 2
+    assert p > ALPHA, f"p = {p:.2e} over {bins} bins"

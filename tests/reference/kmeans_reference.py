@@ -14,6 +14,8 @@ kmeanspp_reference
     Weighted vanilla k-means++ seeding on given uniforms, with the degenerate rule.
 exact_kmeanspp_distribution
     The exact distribution (fractions) of the ordered k-means++ sequence for tiny inputs.
+exact_grouped_kmeanspp_distribution
+    The same for many rows at few distinct locations, as sequences of locations.
 lloyd_iteration_reference, kmeans_lloyd_reference
     One weighted Lloyd step, and the full Lloyd loop with scikit-learn's ``tol`` / ``n_iter_`` rules.
 sq_distance_reference, assign_reference
@@ -30,6 +32,7 @@ __all__ = [
     "assign_reference",
     "kmeanspp_reference",
     "exact_kmeanspp_distribution",
+    "exact_grouped_kmeanspp_distribution",
     "lloyd_iteration_reference",
     "kmeans_lloyd_reference",
     "chi_square_against_exact",
@@ -225,6 +228,54 @@ def exact_kmeanspp_distribution(X, n_clusters, weights=None):
                 recurse(seq + [r], prob * v[r] / total, new_mind)
 
     recurse([], Fraction(1), None)
+    return out
+
+
+def exact_grouped_kmeanspp_distribution(locations, counts, n_clusters):
+    """Exact distribution of the ordered sequence of *locations* chosen by unweighted k-means++
+    on data made of ``counts[g]`` copies of ``locations[g]`` (any row order), as
+    ``{tuple of location indices: Fraction}``.
+
+    Rows are interchangeable within a location, so only the chosen count per location matters:
+    the first center falls in location ``g`` with probability ``counts[g] / N``; the next with
+    ``counts[g] D2_g / sum_h counts[h] D2_h`` (``D2`` the exact squared distance to the nearest
+    chosen location, 0 for chosen locations); when that sum is 0, the degenerate rule draws a row
+    uniformly among rows not chosen yet, i.e. location ``g`` with ``(counts[g] - chosen[g]) /
+    (N - t)``. Lets exactness be tested on inputs spanning several chunks.
+    """
+    locations = np.asarray(locations)
+    if locations.ndim == 1:
+        locations = locations[:, None]
+    G = locations.shape[0]
+    counts = [int(c) for c in counts]
+    N = sum(counts)
+    k = int(n_clusters)
+    if k > N:
+        raise ValueError("n_clusters exceeds the number of rows")
+    pts = [[Fraction(float(a)) for a in locations[g]] for g in range(G)]
+    d2 = [[sum(((a - b) ** 2 for a, b in zip(pts[g], pts[h])), Fraction(0)) for h in range(G)]
+          for g in range(G)]
+    out = {}
+
+    def recurse(seq, prob, chosen):
+        t = len(seq)
+        if t == k:
+            out[tuple(seq)] = prob
+            return
+        if t == 0:
+            v = [Fraction(c) for c in counts]
+        else:
+            v = [counts[g] * min(d2[g][s] for s in set(seq)) for g in range(G)]
+            if sum(v) == 0:
+                v = [Fraction(counts[g] - chosen[g]) for g in range(G)]
+        total = sum(v)
+        for g in range(G):
+            if v[g] > 0:
+                nxt = list(chosen)
+                nxt[g] += 1
+                recurse(seq + [g], prob * v[g] / total, nxt)
+
+    recurse([], Fraction(1), [0] * G)
     return out
 
 
