@@ -6,8 +6,9 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 from sklearn.cluster import KMeans as SklearnKMeans
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -108,6 +109,47 @@ def test_weighted_tol_is_relative_to_unweighted_variance(seed):
     assert ref[3] == sk.n_iter_  # the reference encodes scikit-learn's rule
     assert km.n_iter_ == sk.n_iter_
     np.testing.assert_allclose(km.cluster_centers_, sk.cluster_centers_, rtol=1e-9, atol=1e-9)
+
+
+@st.composite
+def _tie_heavy_problems(draw):
+    """Small data with many exact ties (small integers) or arbitrary floats; init at data rows."""
+    n = draw(st.integers(2, 60))
+    d = draw(st.integers(1, 3))
+    if draw(st.booleans()):
+        X = draw(hnp.arrays(np.float64, (n, d), elements=st.integers(-3, 3).map(float)))
+    else:
+        X = draw(hnp.arrays(np.float64, (n, d), elements=st.one_of(
+            st.sampled_from([0.0, 1.0, -1.0, 0.5]),
+            st.floats(-1e3, 1e3, allow_subnormal=False))))
+    k = draw(st.integers(1, min(n, 5)))
+    rows = draw(st.lists(st.integers(0, n - 1), min_size=k, max_size=k, unique=True))
+    w = draw(st.one_of(st.none(), hnp.arrays(np.float64, n, elements=st.sampled_from(
+        [0.5, 1.0, 2.0, 3.0]))))
+    return X, w, X[rows].copy(), draw(st.sampled_from([1, 2, 5, 100])), \
+        draw(st.sampled_from([0.0, 1e-4]))
+
+
+@settings(max_examples=80)
+@given(problem=_tie_heavy_problems())
+def test_lloyd_loop_equals_reference_with_ties(problem):
+    # Whatever shortcuts the Lloyd loop takes (bounds, pruning), labels (lowest index on ties),
+    # n_iter_ and centers must be those of plain Lloyd. Empty clusters are excluded (their
+    # relocation rule is fedcore's own).
+    X, w, init, max_iter, tol = problem
+    try:
+        ref_centers, ref_labels, ref_inertia, ref_n_iter = kmeans_lloyd_reference(
+            X, w, init, max_iter=max_iter, tol=tol)
+    except AssertionError:
+        assume(False)
+    assume(np.array_equal(np.bincount(ref_labels, minlength=len(init)) > 0,
+                          np.ones(len(init), bool)))
+    km = fedcore.KMeans(len(init), init=init, n_init=1, max_iter=max_iter, tol=tol).fit(
+        X, sample_weight=w)
+    assert km.n_iter_ == ref_n_iter
+    np.testing.assert_array_equal(km.labels_, ref_labels)
+    np.testing.assert_allclose(km.cluster_centers_, ref_centers, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(km.inertia_, ref_inertia, rtol=1e-9, atol=1e-300)
 
 
 def test_max_iter_bounds_n_iter():
