@@ -117,7 +117,7 @@ def _check_scores(scores):
         scores = check_array(scores, "scores", dtype=("float64",))
     if (scores < 0).any():
         j, i = np.argwhere(scores < 0)[0]
-        raise ValueError(f"Argument 'scores' must be non-negative, got {scores[j, i]!r} at party "
+        raise ValueError(f"Argument 'scores' must be non-negative, got {float(scores[j, i])!r} at party "
                          f"{j}, row {i}")
     return np.ascontiguousarray(scores)
 

@@ -2,19 +2,21 @@
 
 Sampling consumes caller-supplied uniforms and follows the chunked inverse-CDF rule of
 :func:`fedcore.kernels.seeding.pick_index` exactly, so a draw depends on the scores and the uniform
-only, never on the thread count. Chunked reductions write per-chunk partials and merge them
-serially in chunk order (bit-identical for any thread count).
+only, never on the thread count. Chunked kernels are compiled serially and in parallel from one
+function (:func:`~fedcore.kernels._parallel.chunked_kernel`); reductions write per-chunk partials
+and merge them serially in chunk order, bit-identical for any thread count.
 """
 import numpy as np
 from numba import njit, prange
 
 from .._config import CHUNK_SIZE, NUMBA_CACHE
+from ._parallel import chunked_kernel
 
 __all__ = ["cluster_cost_sums", "vkmc_sensitivities", "sample_sorted", "saga_epoch", "gram_matrix",
            "projected_sq_norms"]
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
+@chunked_kernel
 def cluster_cost_sums(labels, distances, costs, sizes):
     """Per-cluster cost and size of a party's local clustering (Alg. 3 lines 5-10).
 
@@ -45,7 +47,7 @@ def cluster_cost_sums(labels, distances, costs, sizes):
     return total
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
+@chunked_kernel
 def vkmc_sensitivities(labels, distances, costs, sizes, total_cost, alpha, out):
     """Local sensitivities of Alg. 3 line 12 for one party.
 
@@ -193,7 +195,7 @@ def saga_epoch(X, y, edges, order, probabilities, theta, memory, grad_avg, step,
         memory[i] = r
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
+@chunked_kernel
 def gram_matrix(A, out):
     """Gram matrix ``A^T A`` with per-chunk partials merged in chunk order.
 
@@ -217,7 +219,7 @@ def gram_matrix(A, out):
             out[b, a] = acc
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
+@chunked_kernel
 def projected_sq_norms(A, M, offset, out):
     """Row leverages ``||A_i M||^2 + offset`` (Alg. 2 line 4 with ``M = V S^-1``).
 
