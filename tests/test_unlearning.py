@@ -4,6 +4,7 @@ distributional guarantee is in test_unlearning_exact.py).
 """
 import re
 
+import numba
 import numpy as np
 import pytest
 
@@ -275,3 +276,35 @@ def test_many_clusters_stay_consistent(k):
     result = model.remove(sorted(removed))
     assert result.retrained and result.restart_position == 3
     _check_consistent(model, X, ids, removed, k)
+
+
+def test_same_bits_one_and_two_threads():
+    # fit and removals on data spanning several chunks: identical models for 1 and 2 threads.
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("Numba was started with 1 thread")
+    from fedcore import _config
+    X = _blobs(n=2 * _config.CHUNK_SIZE + 77, seed=4, dtype=np.float32)
+
+    def run(refine):
+        model = fedcore.UnlearnableKMeans(6, refine=refine, random_state=5).fit(X)
+        snaps = [_snapshot(model)]
+        model.remove([int(model.center_ids_[2]), 17, 4000])
+        snaps.append(_snapshot(model))
+        model.remove([int(model.center_ids_[0])])
+        snaps.append(_snapshot(model))
+        return snaps
+
+    old = numba.get_num_threads()
+    try:
+        for refine in (False, True):
+            numba.set_num_threads(1)
+            one = run(refine)
+            numba.set_num_threads(2)
+            two = run(refine)
+            for a, b in zip(one, two):
+                for name in a:
+                    np.testing.assert_array_equal(np.atleast_1d(a[name]).view(np.uint8),
+                                                  np.atleast_1d(b[name]).view(np.uint8),
+                                                  err_msg=name)
+    finally:
+        numba.set_num_threads(old)

@@ -18,6 +18,7 @@ outcome is deterministic.
 Power: ``test_chi_square_detects_inexact_unlearning`` runs the same machinery on a plausible but
 wrong unlearning rule (replace only the removed center, keep the later ones) and requires p < ALPHA.
 """
+import numba
 import numpy as np
 import pytest
 from scipy import stats
@@ -173,11 +174,16 @@ def test_several_chunks_fit_then_remove_equals_retraining():
     exact = exact_grouped_kmeanspp_distribution(locations, left, 5)
     tallies, retrained = {}, 0
     trials = 1500
-    for seed in range(50_000, 50_000 + trials):
-        model = fedcore.UnlearnableKMeans(5, random_state=seed).fit(X)
-        retrained += model.remove(removed).retrained
-        key = tuple(int(location_of[i]) for i in model.center_ids_)
-        tallies[key] = tallies.get(key, 0) + 1
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)  # same bits for any thread count (test_unlearning.py); faster here
+    try:
+        for seed in range(50_000, 50_000 + trials):
+            model = fedcore.UnlearnableKMeans(5, random_state=seed).fit(X)
+            retrained += model.remove(removed).retrained
+            key = tuple(int(location_of[i]) for i in model.center_ids_)
+            tallies[key] = tallies.get(key, 0) + 1
+    finally:
+        numba.set_num_threads(threads)
     assert retrained > trials // 4  # the removal hits a center often: the redraw path is tested
     impossible = {key: c for key, c in tallies.items() if key not in exact}
     assert not impossible, f"outcomes of exact probability 0: {impossible}"
