@@ -1,0 +1,217 @@
+"""Fair-clustering metrics of the F3KM paper (Sec. 5.1): SSE, relative error, balance, violation.
+
+Protected groups are given as one categorical array per sensitive attribute (or a list of them);
+every category of every attribute is a group ``l`` with overall proportion ``eta_l``. The default
+bounds are those of the paper: ``alpha_l = eta_l / (1 - delta)``, ``beta_l = eta_l (1 - delta)``.
+"""
+import numpy as np
+
+from .._validation import check_array, check_int, check_scalar
+from ..kernels.cd_kmeans import partition_sse, partition_sums
+
+__all__ = ["sse", "relative_error", "balance", "additive_violation", "fairness_bounds"]
+
+
+def _check_labels(labels, n=None, n_clusters=None):
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"Argument 'labels' must be 1-D, got shape {labels.shape}")
+    if labels.size and labels.dtype.kind not in "iu":
+        raise TypeError(f"Argument 'labels' must hold integers, got dtype {labels.dtype}")
+    if n is not None and labels.shape[0] != n:
+        raise ValueError(f"Argument 'labels' must have {n} entries (one per row), "
+                         f"got {labels.shape[0]}")
+    if labels.size and labels.min() < 0:
+        raise ValueError(f"Argument 'labels' must be >= 0, got {int(labels.min())}")
+    k = int(labels.max()) + 1 if labels.size else 0
+    if n_clusters is not None:
+        n_clusters = check_int(n_clusters, "n_clusters", min_value=1)
+        if k > n_clusters:
+            raise ValueError(f"Argument 'labels' holds label {k - 1} >= n_clusters = "
+                             f"{n_clusters}")
+        k = n_clusters
+    return np.ascontiguousarray(labels, dtype=np.int64), k
+
+
+def _encode_groups(groups, n, name="groups"):
+    """Return (codes int64 (n, A) with a global group index per attribute, sizes per attribute,
+    category values per attribute)."""
+    if groups is None:
+        raise ValueError(f"Argument {name!r} must be given (one categorical array per sensitive "
+                         "attribute), got None")
+    if isinstance(groups, np.ndarray) and groups.ndim == 1:
+        columns = [groups]
+    elif isinstance(groups, np.ndarray) and groups.ndim == 2:
+        columns = list(groups.T)
+    elif isinstance(groups, (list, tuple)) and len(groups) and np.ndim(groups[0]) == 1:
+        columns = list(groups)
+    elif isinstance(groups, (list, tuple)):
+        columns = [np.asarray(groups)]
+    else:
+        raise TypeError(f"Argument {name!r} must be an array or a list of arrays, "
+                        f"got {type(groups).__name__}")
+    codes = np.empty((n, len(columns)), dtype=np.int64)
+    sizes, values = [], []
+    offset = 0
+    for a, col in enumerate(columns):
+        col = np.asarray(col)
+        if col.ndim != 1 or col.shape[0] != n:
+            raise ValueError(f"Argument {name!r}: attribute {a} must have shape ({n},), "
+                             f"got {col.shape}")
+        if col.dtype.kind == "f" and not np.isfinite(col).all():
+            raise ValueError(f"Argument {name!r}: attribute {a} holds NaN or infinity")
+        cats, inverse = np.unique(col, return_inverse=True)
+        codes[:, a] = inverse.ravel() + offset
+        sizes.append(len(cats))
+        values.append(cats)
+        offset += len(cats)
+    return codes, sizes, values
+
+
+def _group_counts(labels, codes, k):
+    L = int(codes.max()) + 1 if codes.size else 0
+    counts = np.bincount(labels, minlength=k).astype(np.int64)
+    gc = np.zeros((L, k), dtype=np.int64)
+    for a in range(codes.shape[1]):
+        np.add.at(gc, (codes[:, a], labels), 1)
+    return gc, counts
+
+
+def fairness_bounds(groups, delta=0.2):
+    """Per-group proportions and the paper's bounds: returns ``(eta, alpha, beta)``, each of shape
+    (L,), groups ordered by attribute then sorted category.
+
+    Examples
+    --------
+    >>> eta, alpha, beta = fairness_bounds(["a", "a", "b", "b"], delta=0.2)
+    >>> eta.tolist(), alpha.tolist(), [round(float(b), 2) for b in beta]
+    ([0.5, 0.5], [0.625, 0.625], [0.4, 0.4])
+    """
+    delta = check_scalar(delta, "delta", min_value=0.0, max_value=1.0)
+    if delta >= 1.0:
+        raise ValueError(f"Argument 'delta' must be < 1, got {delta}")
+    n = len(groups[0]) if isinstance(groups, (list, tuple)) and np.ndim(groups[0]) == 1 \
+        else np.shape(groups)[0]
+    codes, _, _ = _encode_groups(groups, n)
+    L = int(codes.max()) + 1
+    eta = np.zeros(L)
+    for a in range(codes.shape[1]):
+        eta += np.bincount(codes[:, a], minlength=L)
+    eta /= n
+    return eta, eta / (1.0 - delta), eta * (1.0 - delta)
+
+
+def sse(X, labels):
+    """Sum of squared errors of a partition (eq. (1)): each row against the mean of its cluster.
+
+    Unlike :func:`fedcore.metrics.inertia`, rows are not reassigned to their nearest center.
+
+    Examples
+    --------
+    >>> sse([[0.0], [2.0], [10.0]], [0, 0, 1])
+    2.0
+    """
+    X = check_array(X, "X")
+    labels, k = _check_labels(labels, X.shape[0])
+    sums = np.empty((k, X.shape[1]))
+    counts = np.empty(k, dtype=np.int64)
+    partition_sums(X, labels, sums, counts)
+    full = counts > 0
+    sums[full] /= counts[full, None]
+    return float(partition_sse(X, labels, sums))
+
+
+def relative_error(X, labels, reference_labels):
+    """``SSE(labels) / SSE(reference_labels)`` (Sec. 5.1; the reference is Lloyd from the same
+    initialization in the paper). Infinite when the reference SSE is 0 and the other is not.
+
+    Examples
+    --------
+    >>> relative_error([[0.0], [2.0], [10.0]], [0, 1, 1], [0, 0, 1])
+    16.0
+    """
+    num = sse(X, labels)
+    den = sse(X, reference_labels)
+    if den == 0.0:
+        return 1.0 if num == 0.0 else float("inf")
+    return num / den
+
+
+def balance(labels, groups, n_clusters=None):
+    """Balance of each cluster (Chierichetti et al.; Bera et al.; Sec. 5.1).
+
+    ``balance(j) = min over groups l of min(eta_l / eta_l(j), eta_l(j) / eta_l)``, with
+    ``eta_l(j)`` the share of group ``l`` in cluster ``j``; 0 when some group is absent from the
+    cluster, 1 for perfectly proportional clusters, NaN for an empty cluster (no shares to
+    compare). With ``alpha``/``beta`` from ``delta``, balance >= 1 - delta in a cluster is the
+    same as satisfying every constraint of eq. (14) there.
+
+    Parameters
+    ----------
+    labels : array-like of shape (n_samples,), ints in [0, n_clusters)
+    groups : array-like of shape (n_samples,) or list of them (one per sensitive attribute)
+    n_clusters : int, default=None (max label + 1)
+
+    Returns
+    -------
+    ndarray of shape (n_clusters,)
+
+    Examples
+    --------
+    >>> balance([0, 0, 1, 1], ["a", "b", "a", "b"]).tolist()
+    [1.0, 1.0]
+    >>> balance([0, 0, 1, 1], ["a", "b", "a", "a"]).tolist()   # eta = (0.75, 0.25)
+    [0.5, 0.0]
+    """
+    labels, k = _check_labels(labels, n_clusters=n_clusters)
+    codes, _, _ = _encode_groups(groups, labels.shape[0])
+    gc, counts = _group_counts(labels, codes, k)
+    n = labels.shape[0]
+    eta = gc.sum(axis=1) / n
+    out = np.full(k, np.nan)
+    for j in range(k):
+        if counts[j] == 0:
+            continue
+        share = gc[:, j] / counts[j]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(share > 0, np.minimum(eta / share, share / eta), 0.0)
+        out[j] = float(ratio.min())
+    return out
+
+
+def additive_violation(labels, groups, *, delta=0.2, alpha=None, beta=None, n_clusters=None):
+    """Largest additive violation of the fairness constraints (eq. (33); Bera et al.).
+
+    ``max over clusters j and groups l of max(0, c_lj - alpha_l n_j, beta_l n_j - c_lj)`` where
+    ``c_lj`` counts group ``l`` in cluster ``j`` and ``n_j`` its size: a clustering has
+    lambda-additive violation iff this is <= lambda. ``alpha``/``beta`` default to the paper's
+    ``eta / (1 - delta)`` and ``eta (1 - delta)``.
+
+    Examples
+    --------
+    >>> additive_violation([0, 0, 1, 1], ["a", "b", "a", "a"], delta=0.2)  # beta_b n_1 - 0
+    0.4
+    """
+    labels, k = _check_labels(labels, n_clusters=n_clusters)
+    codes, _, _ = _encode_groups(groups, labels.shape[0])
+    gc, counts = _group_counts(labels, codes, k)
+    L = gc.shape[0]
+    eta, a0, b0 = fairness_bounds(groups, delta)
+    alpha = a0 if alpha is None else _check_bounds(alpha, "alpha", L)
+    beta = b0 if beta is None else _check_bounds(beta, "beta", L)
+    over = gc - alpha[:, None] * counts[None, :]
+    under = beta[:, None] * counts[None, :] - gc
+    return float(max(0.0, over.max(initial=0.0), under.max(initial=0.0)))
+
+
+def _check_bounds(values, name, L):
+    arr = check_array(values, name, ensure_2d=False, dtype=("float64",), min_samples=0)
+    if arr.ndim == 0:
+        arr = np.full(L, float(arr))
+    if arr.shape != (L,):
+        raise ValueError(f"Argument {name!r} must have one entry per protected group ({L}), "
+                         f"got shape {arr.shape}")
+    if (arr < 0).any():
+        i = int(np.argmax(arr < 0))
+        raise ValueError(f"Argument {name!r} must be >= 0, got {arr[i]!r} at index {i}")
+    return arr
