@@ -167,16 +167,21 @@ def _mixture(n=3000, d=4, k=4, weights=None, std=0.03, seed=0):
     return X, y
 
 
-def test_vkmc_scores_match_reference_given_local_centers():
+@pytest.mark.parametrize("local_max_iter", [0, 3])
+def test_vkmc_scores_match_reference_given_local_centers(local_max_iter):
     """End to end: local scores equal Alg. 3 line 12 computed by the reference on the local
-    centers that the same Generator produces."""
+    centers (k-means++, then Lloyd) that the same Generator produces."""
     X, _ = _mixture(n=500, d=3)
     vfed = _vfed(X, [1, 2])
-    scores = vkmc_local_scores(vfed, 3, alpha=2.0, local_max_iter=3, random_state=4)
+    scores = vkmc_local_scores(vfed, 3, alpha=2.0, local_max_iter=local_max_iter, random_state=4)
     rng = np.random.default_rng(4)
     for j in range(2):
-        km = fedcore.KMeans(3, max_iter=3, tol=0.0, random_state=rng).fit(vfed.party(j))
-        ref = vkmc_sensitivities_reference(vfed.party(j), km.cluster_centers_, 2.0)
+        if local_max_iter == 0:
+            centers = fedcore.kmeans_plusplus(vfed.party(j), 3, random_state=rng)[0]
+        else:
+            centers = fedcore.KMeans(3, max_iter=3, tol=0.0, random_state=rng).fit(
+                vfed.party(j)).cluster_centers_
+        ref = vkmc_sensitivities_reference(vfed.party(j), centers, 2.0)
         np.testing.assert_allclose(scores[j], ref, rtol=1e-12)
         # G^(j) = 2 alpha (k + 1)
         assert np.isclose(scores[j].sum(), 2 * 2.0 * 4)

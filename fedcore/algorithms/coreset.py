@@ -282,11 +282,12 @@ def _vkmc_party_scores(X, centers, alpha, out):
     vkmc_sensitivities(labels, distances, costs, sizes, total, alpha, out)
 
 
-def vkmc_local_scores(federation, n_clusters, *, alpha=1.0, local_max_iter=5, random_state=None):
+def vkmc_local_scores(federation, n_clusters, *, alpha=1.0, local_max_iter=0, random_state=None):
     """Local sensitivities ``g_i^(j)`` of Alg. 3 (lines 3-14), shape (n_parties, n_samples).
 
-    Each party clusters its own columns (line 4: k-means++ then at most ``local_max_iter`` Lloyd
-    iterations; ``local_max_iter=0`` is k-means++ alone, an ``O(log k)``-approximation), assigns
+    Each party clusters its own columns (line 4: k-means++, the paper's choice of approximation
+    algorithm, ``O(log k)`` in expectation, followed by at most ``local_max_iter`` weighted Lloyd
+    iterations; the default 0 keeps the seeding alone, one pass per center), assigns
     every row to its nearest local center (line 7, lowest index on ties) and scores it by line 12.
     Local clusters left empty (duplicate centers) have no rows and add nothing. No communication.
     """
@@ -303,7 +304,7 @@ def vkmc_local_scores(federation, n_clusters, *, alpha=1.0, local_max_iter=5, ra
     return scores
 
 
-def vkmc_coreset(federation, m, n_clusters, *, alpha=1.0, local_max_iter=5, outlier_fraction=None,
+def vkmc_coreset(federation, m, n_clusters, *, alpha=1.0, local_max_iter=0, outlier_fraction=None,
                  random_state=None):
     """Coreset for vertical k-means (Alg. 3): local sensitivities, then DIS (Alg. 1).
 
@@ -315,7 +316,9 @@ def vkmc_coreset(federation, m, n_clusters, *, alpha=1.0, local_max_iter=5, outl
     alpha : float > 0, default=1.0
         Approximation factor of the local algorithm in line 12. It multiplies every score, so it
         cancels in the sampling probabilities and the weights (kept for the paper's ``G = O(akT)``).
-    local_max_iter : int >= 0, default=5, Lloyd iterations after k-means++ in each party
+    local_max_iter : int >= 0, default=0, Lloyd iterations after k-means++ in each party (0:
+        k-means++ alone, the paper's line-4 algorithm; Lloyd lowers the local costs, which only
+        reshapes the scores, at one pass over the party's block per iteration)
     outlier_fraction : float in (0, 1) or None, robust coreset of App. G (see
         :class:`VerticalCoreset`)
     random_state : None, int or numpy.random.Generator
