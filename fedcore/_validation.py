@@ -8,13 +8,19 @@ import numbers
 import numpy as np
 
 __all__ = [
+    "DataTypeError",
     "check_array",
     "check_sample_weight",
     "check_random_state",
     "check_int",
     "check_scalar",
     "check_ids",
+    "check_distance_range",
 ]
+
+
+class DataTypeError(TypeError, ValueError):
+    """Unsupported data type; both a ``TypeError`` and a ``ValueError`` for callers' convenience."""
 
 
 def check_array(X, name="X", *, ensure_2d=True, dtype=("float64", "float32"), copy=False,
@@ -24,6 +30,9 @@ def check_array(X, name="X", *, ensure_2d=True, dtype=("float64", "float32"), co
     float32 and float64 keep their dtype; other real numeric dtypes (ints, bools) become float64.
     Complex, object and string data raise ``TypeError``.
     """
+    if hasattr(X, "tocsr") or hasattr(X, "toarray"):
+        raise TypeError(f"Argument {name!r} is a sparse matrix ({type(X).__name__}); fedcore "
+                        "needs dense data: pass X.toarray()")
     if hasattr(X, "__array__") or isinstance(X, (list, tuple)):
         try:
             arr = np.asarray(X)
@@ -31,7 +40,10 @@ def check_array(X, name="X", *, ensure_2d=True, dtype=("float64", "float32"), co
             raise ValueError(f"Argument {name!r} could not be converted to an array: {exc}") from None
     else:
         raise TypeError(f"Argument {name!r} must be array-like, got {type(X).__name__}")
-    if arr.dtype.kind in "OUSV" or arr.dtype.kind == "c":
+    if arr.dtype.kind == "c":
+        raise DataTypeError(f"Complex data not supported: argument {name!r} has dtype "
+                            f"{arr.dtype}")
+    if arr.dtype.kind in "OUSV":
         if arr.dtype.kind == "O":
             try:
                 arr = arr.astype(np.float64)
@@ -47,10 +59,10 @@ def check_array(X, name="X", *, ensure_2d=True, dtype=("float64", "float32"), co
                 f"{arr.shape}. Reshape your data either using array.reshape(-1, 1) if it has a "
                 "single feature or array.reshape(1, -1) if it contains a single sample.")
         if arr.shape[1] < 1:
-            raise ValueError(f"Argument {name!r} has 0 feature(s) (shape={arr.shape}), "
+            raise ValueError(f"Argument {name!r} has 0 feature(s) (shape={arr.shape}) "
                              "while a minimum of 1 is required.")
     if arr.shape[0] < min_samples:
-        raise ValueError(f"Argument {name!r} has {arr.shape[0]} sample(s) (shape={arr.shape}), "
+        raise ValueError(f"Argument {name!r} has {arr.shape[0]} sample(s) (shape={arr.shape}) "
                          f"while a minimum of {min_samples} is required.")
     target = arr.dtype if arr.dtype.name in dtype else np.dtype(dtype[0])
     out = np.array(arr, dtype=target, order="C", copy=True) if copy else \
@@ -142,3 +154,15 @@ def check_ids(ids, name="ids"):
         if dup.any():
             raise ValueError(f"Argument {name!r} repeats id {int(s[1:][dup][0])}")
     return arr
+
+
+def check_distance_range(X, name="X"):
+    """Refuse data whose squared Euclidean distances would overflow float64."""
+    if X.size == 0:
+        return X
+    big = float(np.abs(X).max())
+    limit = 1e150 / np.sqrt(X.shape[1])
+    if big > limit:
+        raise ValueError(f"Argument {name!r} has an entry of magnitude {big:.3g}: squared "
+                         f"distances would overflow float64 (limit {limit:.3g}); rescale the data")
+    return X

@@ -1,7 +1,8 @@
 """A minimal scikit-learn-compatible estimator base, without scikit-learn at run time."""
 import inspect
+import sys
 
-__all__ = ["BaseEstimator", "check_is_fitted"]
+__all__ = ["BaseEstimator", "NotFittedError", "check_is_fitted"]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -54,8 +55,22 @@ def _same(a, b):
         return a is b
 
 
+def _not_fitted_class():
+    # When scikit-learn is loaded (its checks are running), also be its NotFittedError.
+    sk = sys.modules.get("sklearn.exceptions")
+    if sk is None:
+        return NotFittedError
+    global _SK_NOT_FITTED
+    if _SK_NOT_FITTED is None:
+        _SK_NOT_FITTED = type("NotFittedError", (NotFittedError, sk.NotFittedError), {})
+    return _SK_NOT_FITTED
+
+
+_SK_NOT_FITTED = None
+
+
 def check_is_fitted(estimator, attribute):
     """Raise ``NotFittedError`` naming the estimator if ``attribute`` is missing."""
     if not hasattr(estimator, attribute):
-        raise NotFittedError(f"This {type(estimator).__name__} instance is not fitted yet. "
+        raise _not_fitted_class()(f"This {type(estimator).__name__} instance is not fitted yet. "
                              "Call 'fit' with appropriate arguments before using this estimator.")

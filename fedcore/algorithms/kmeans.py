@@ -3,8 +3,8 @@ import warnings
 
 import numpy as np
 
-from .._validation import (check_array, check_int, check_random_state, check_sample_weight,
-                           check_scalar)
+from .._validation import (check_array, check_distance_range, check_int, check_random_state,
+                           check_sample_weight, check_scalar)
 from ..kernels.distances import assign_nearest, pairwise_sq_distances
 from ..kernels.lloyd import lloyd_iteration_bounded
 from ..kernels.seeding import (center_gaps, chunk_sums, d2_refresh, d2_update, min_sq_distance,
@@ -94,7 +94,9 @@ def _kmeans_plusplus_lazy(X, weights, rng, n_clusters, prefix=(), max_pending=32
                              max_rejections)
         rows[t] = row
         centers[t] = X[row]
-        if t + 1 - state["fresh"] >= max_pending:
+        # The first refresh comes right after the first center (or the whole prefix): before it,
+        # neither mind nor sums describe any center, so no draw may read them.
+        if (state["fresh"] == 0 and t + 1 >= len(prefix)) or t + 1 - state["fresh"] >= max_pending:
             refresh(t + 1)
     refresh(n_clusters)
     return rows, labels, mind
@@ -128,6 +130,9 @@ def _pick_unchosen(weights, chosen, u):
 
 def _check_n_clusters(n_clusters, weights):
     n_clusters = check_int(n_clusters, "n_clusters", min_value=1)
+    if weights.shape[0] and not weights.any():
+        raise ValueError("Argument 'sample_weight' is zero for every sample: a zero total weight "
+                         "leaves nothing to cluster")
     n_positive = int(np.count_nonzero(weights))
     if n_clusters > n_positive:
         raise ValueError(f"Argument 'n_clusters' must be <= n_samples = {n_positive} (rows with "
@@ -164,7 +169,7 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None):
     >>> sorted(int(i) // 2 for i in idx)   # one center from each pair
     [0, 1]
     """
-    X = check_array(X, "X")
+    X = check_distance_range(check_array(X, "X"))
     weights = check_sample_weight(sample_weight, X.shape[0])
     n_clusters = _check_n_clusters(n_clusters, weights)
     rng = check_random_state(random_state)
@@ -181,13 +186,12 @@ def assign(X, centers):
     return labels, distances
 
 
-def _tolerance(X, weights, tol):
-    """Absolute tolerance: ``tol`` times the mean weighted per-feature variance (as scikit-learn)."""
+def _tolerance(X, tol):
+    """Absolute tolerance: ``tol`` times the mean per-feature variance of X, unweighted, as in
+    scikit-learn."""
     if tol == 0:
         return 0.0
-    mean = np.average(X, axis=0, weights=weights)
-    variances = np.average((X - mean) ** 2, axis=0, weights=weights)
-    return float(np.mean(variances) * tol)
+    return float(np.mean(np.var(X, axis=0)) * tol)
 
 
 def _relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sums):
@@ -278,7 +282,7 @@ class KMeans(BaseEstimator):
         Independent k-means++ starts; the lowest inertia wins. Ignored (one run) with array init.
     max_iter : int, default=300
     tol : float, default=1e-4
-        Relative to the mean weighted per-feature variance of X, as in scikit-learn.
+        Relative to the mean per-feature variance of X (unweighted), as in scikit-learn.
     random_state : None, int or numpy.random.Generator
 
     Attributes
@@ -314,12 +318,12 @@ class KMeans(BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, y=None, sample_weight=None):
-        X = check_array(X, "X")
+        X = check_distance_range(check_array(X, "X"))
         weights = check_sample_weight(sample_weight, X.shape[0])
         k = _check_n_clusters(self.n_clusters, weights)
         n_init = check_int(self.n_init, "n_init", min_value=1)
         max_iter = check_int(self.max_iter, "max_iter", min_value=1)
-        tol = _tolerance(X, weights, check_scalar(self.tol, "tol", min_value=0.0))
+        tol = _tolerance(X, check_scalar(self.tol, "tol", min_value=0.0))
         rng = check_random_state(self.random_state)
         inits = self._initial_centers(X, weights, k, n_init, rng)
         best = None

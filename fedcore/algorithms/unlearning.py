@@ -3,7 +3,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_array, check_ids, check_int, check_random_state, check_scalar
+from .._validation import (check_array, check_distance_range, check_ids, check_int,
+                           check_random_state, check_scalar)
 from ._base import BaseEstimator, check_is_fitted
 from .kmeans import _check_n_clusters, _kmeans_plusplus_lazy, _lloyd, _tolerance
 
@@ -72,8 +73,8 @@ class UnlearnableKMeans(BaseEstimator):
         self.tol = tol
         self.random_state = random_state
 
-    def fit(self, X, y=None, sample_ids=None):
-        X = check_array(X, "X", copy=True)
+    def fit(self, X, sample_ids=None, y=None):
+        X = check_distance_range(check_array(X, "X", copy=True))
         n = X.shape[0]
         ids = np.arange(n, dtype=np.int64) if sample_ids is None else check_ids(sample_ids,
                                                                                  "sample_ids")
@@ -110,7 +111,7 @@ class UnlearnableKMeans(BaseEstimator):
         self.seeds_ = self._X[self._rows].copy()
         self.center_ids_ = self._ids[self._rows]
         if self.refine:
-            tol = _tolerance(self._X, self._weights, self.tol)
+            tol = _tolerance(self._X, self.tol)
             centers, labels, _, _ = _lloyd(self._X, self._weights, self.seeds_, self._max_iter, tol)
             self.cluster_centers_ = centers.astype(self._X.dtype, copy=False)
             self._labels = labels
