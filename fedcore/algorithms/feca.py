@@ -1,0 +1,584 @@
+"""FeCA: one-shot federated centroid aggregation (Xu, Chen, Chao & Zhang, "Jigsaw Game: Federated
+Clustering", TMLR 2024).
+
+Each client runs Lloyd's k-means with ``client_clusters`` centroids, removes one-fit-many centroids
+(ClientUpdate, Alg. 2), attaches a radius to each remaining centroid (RadiusAssign, Alg. 3
+"theoretical" or Alg. 4 "empirical") and sends centroids and radii to the server in a single
+message. The server groups the received centroids greedily by largest radius and returns the means
+of the ``n_clusters`` largest groups (ServerAggregation, Alg. 5). Alg. 1 is :func:`feca`.
+
+Layout: the kernels (:func:`cluster_statistics`, :func:`greedy_ball_groups`) do one pass each into
+buffers they are given; the plain functions :func:`client_update`, :func:`radius_assign` and
+:func:`server_aggregation` implement Alg. 2-5 on their outputs; :func:`feca` runs Alg. 1 and
+:class:`FeCA` wraps it.
+"""
+import contextlib
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from .._config import CHUNK_SIZE, NUMBA_CACHE
+from .._validation import check_array, check_int, check_random_state, check_scalar
+from ..federation.horizontal import HorizontalFederation
+from ..federation.ledger import SERVER, CommLedger
+from ..kernels.distances import assign_nearest
+from ._base import BaseEstimator, check_is_fitted
+from .kmeans import KMeans
+
+__all__ = ["FeCA", "FeCAResult", "FewerGroupsWarning", "feca", "client_update", "radius_assign",
+           "server_aggregation", "cluster_statistics", "greedy_ball_groups", "check_federation",
+           "client_kmeans", "predict_nearest", "run_clients", "single_threaded_kernels"]
+
+
+class FewerGroupsWarning(UserWarning):
+    """ServerAggregation formed fewer groups than ``n_clusters`` (FeCA paper, Appendix E)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Kernels
+# --------------------------------------------------------------------------------------------
+
+@njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
+def cluster_statistics(X, labels, centers, counts, sums, costs, max_sq):
+    """Per-cluster statistics of a client's Lloyd solution (inputs of Alg. 2, 3 and 4).
+
+    IN ``X`` float32/float64 (n, d); ``labels`` int64 (n,) in [0, k); ``centers`` float64 (k, d).
+    OUT ``counts`` float64 (k,) points per cluster; ``sums`` float64 (k, d) coordinate sums;
+    ``costs`` float64 (k,) the cluster cost ``G_i = sum ||x - c_i||^2`` about the centroid ``c_i``
+    (eq. (3)); ``max_sq`` float64 (k,) the largest squared distance ``||x - c_i||^2`` in the
+    cluster (``r'_i ** 2`` of Alg. 3 line 3 and Alg. 4 line 2; 0 for an empty cluster).
+
+    Rows are processed in fixed chunks of ``CHUNK_SIZE`` with per-chunk partials merged in chunk
+    order, so the results are bit-identical for any thread count.
+    """
+    n, d = X.shape
+    k = centers.shape[0]
+    n_chunks = max(1, -(-n // CHUNK_SIZE))
+    part_counts = np.zeros((n_chunks, k))
+    part_sums = np.zeros((n_chunks, k, d))
+    part_costs = np.zeros((n_chunks, k))
+    part_max = np.zeros((n_chunks, k))
+    for c in prange(n_chunks):
+        for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
+            a = labels[i]
+            acc = 0.0
+            for f in range(d):
+                x = np.float64(X[i, f])
+                t = x - centers[a, f]
+                acc += t * t
+                part_sums[c, a, f] += x
+            part_counts[c, a] += 1.0
+            part_costs[c, a] += acc
+            if acc > part_max[c, a]:
+                part_max[c, a] = acc
+    counts[:] = 0.0
+    sums[:, :] = 0.0
+    costs[:] = 0.0
+    max_sq[:] = 0.0
+    for c in range(n_chunks):
+        for a in range(k):
+            counts[a] += part_counts[c, a]
+            costs[a] += part_costs[c, a]
+            if part_max[c, a] > max_sq[a]:
+                max_sq[a] = part_max[c, a]
+            for f in range(d):
+                sums[a, f] += part_sums[c, a, f]
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def greedy_ball_groups(centers, radii, order, groups):
+    """Greedy grouping of Alg. 5 lines 2-8: balls around centroids in priority order.
+
+    IN ``centers`` float64 (N, d); ``radii`` float64 (N,); ``order`` int64 (N,), a permutation of
+    ``0..N-1`` giving the picking priority (Alg. 5 line 4: largest radius first).
+    OUT ``groups`` int64 (N,): the group of each centroid, numbered in order of formation.
+    Returns the number of groups.
+
+    The first ungrouped centroid ``i`` in ``order`` opens group ``g``, which takes every ungrouped
+    centroid ``t`` with ``||c_t - c_i||^2 <= r_i^2`` (line 5; the centroid itself is always in).
+    Membership depends on the set of ungrouped centroids only, never on their storage order.
+    """
+    n, d = centers.shape
+    groups[:] = -1
+    g = 0
+    for o in range(n):
+        i = order[o]
+        if groups[i] >= 0:
+            continue
+        r2 = radii[i] * radii[i]
+        for t in range(n):
+            if groups[t] >= 0:
+                continue
+            acc = 0.0
+            for f in range(d):
+                diff = centers[t, f] - centers[i, f]
+                acc += diff * diff
+            if acc <= r2:
+                groups[t] = g
+        g += 1
+    return g
+
+
+# --------------------------------------------------------------------------------------------
+# Alg. 2-5 on cluster statistics
+# --------------------------------------------------------------------------------------------
+
+def _sq_distances(A, B):
+    """Squared Euclidean distances (len(A), len(B)), as sums of squared differences."""
+    return ((A[:, None, :] - B[None, :, :]) ** 2).sum(axis=2)
+
+
+def _cost_about(cost, count, center, mean, z):
+    """``sum over the cluster of ||x - z||^2`` from its cost about ``center`` and its mean.
+
+    ``sum ||x - z||^2 = G + 2 n (c - z).(mu - c) + n ||c - z||^2``, exact for any ``c`` and ``z``.
+    """
+    dc = center - z
+    return cost + 2.0 * count * float(dc @ (mean - center)) + count * float(dc @ dc)
+
+
+def client_update(centers, counts, sums, costs):
+    """ClientUpdate, Alg. 2 lines 3-13: remove one-fit-many centroids from a Lloyd solution.
+
+    Parameters
+    ----------
+    centers : ndarray of shape (k, d), float64, the client's Lloyd centroids (Alg. 2 line 2)
+    counts, sums, costs : per-cluster statistics from :func:`cluster_statistics`
+
+    Returns
+    -------
+    kept : ndarray of int64, indices of the centroids kept, increasing
+    removed : ndarray of int64, indices removed by line 8, in removal order
+
+    Notes
+    -----
+    - Line 4, "the cluster with the largest standard deviation": the root-mean-square distance of
+      the cluster's points to its centroid, ``sqrt(G_i / |D_i|)``, the spread that makes a
+      centroid between several true clusters stand out (Section 4.1). Ties: lowest index.
+    - Line 5: the pair ``(p, q)`` at the smallest distance; ties: lexicographically smallest pair.
+    - Line 6: ``c_j`` is the mean of ``D_p u D_q`` and ``G_j = sum_{D_p u D_q} ||x - c_j||^2``
+      (eq. (4)), computed exactly from the two clusters' statistics.
+    - Line 7: ``c_i`` is removed when ``G_i >= G_j``; the merge is only a test, so ``c_p`` and
+      ``c_q`` stay. The loop also stops when one centroid is left (no pair exists).
+    - Clusters holding no point have no statistics (``r'_i`` of Alg. 3/4 is undefined): they are
+      dropped before the loop and reported in neither output.
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    alive = np.flatnonzero(counts > 0)
+    means = np.zeros_like(centers)
+    means[alive] = sums[alive] / counts[alive, None]
+    removed = []
+    while alive.shape[0] >= 2:
+        spread = np.sqrt(costs[alive] / counts[alive])
+        i = int(alive[np.argmax(spread)])
+        d2 = _sq_distances(centers[alive], centers[alive])
+        d2[np.tril_indices(alive.shape[0])] = np.inf
+        a, b = np.unravel_index(np.argmin(d2), d2.shape)
+        p, q = int(alive[a]), int(alive[b])
+        merged = (sums[p] + sums[q]) / (counts[p] + counts[q])
+        g_j = (_cost_about(costs[p], counts[p], centers[p], means[p], merged)
+               + _cost_about(costs[q], counts[q], centers[q], means[q], merged))
+        if costs[i] >= g_j:
+            removed.append(i)
+            alive = alive[alive != i]
+        else:
+            break
+    return alive.astype(np.int64), np.array(removed, dtype=np.int64)
+
+
+def radius_assign(centers, max_sq, kept, variant="empirical"):
+    """RadiusAssign: a radius for each kept centroid (Alg. 4 "empirical" or Alg. 3 "theoretical").
+
+    Parameters
+    ----------
+    centers : ndarray of shape (k, d), float64
+    max_sq : ndarray of shape (k,), squared ``r'_i`` from :func:`cluster_statistics`
+    kept : ndarray of int64, output of :func:`client_update`
+    variant : {"empirical", "theoretical"}
+
+    Returns
+    -------
+    radii : ndarray of shape (len(kept),), float64
+
+    Notes
+    -----
+    Empirical (Alg. 4): ``r_i = min(r'_i, d_ij / 2)`` with ``d_ij`` the distance to the nearest
+    other kept centroid (lines 2-5); a lone centroid gets ``r'_i``.
+
+    Theoretical (Alg. 3): starting from ``C~ = C`` (line 2), centroids are visited in increasing
+    index; one still in ``C~`` whose nearest other member ``j`` of ``C~`` satisfies
+    ``r'_i + r'_j > d_ij`` leaves ``C~`` together with ``j`` (lines 4-9). Every kept centroid gets
+    ``r = min pairwise distance in C~ / 2`` (lines 10-11). Where the paper is silent: when fewer
+    than two centroids remain in ``C~`` the minimum is taken over all kept centroids, and a lone
+    kept centroid gets ``r'_i``.
+    """
+    kept = np.asarray(kept, dtype=np.int64)
+    C = centers[kept]
+    r_max = np.sqrt(max_sq[kept])
+    m = kept.shape[0]
+    if m == 0:
+        return np.empty(0)
+    if m == 1:
+        return r_max.copy()
+    dist = np.sqrt(_sq_distances(C, C))
+    np.fill_diagonal(dist, np.inf)
+    if variant == "empirical":
+        return np.minimum(r_max, 0.5 * dist.min(axis=1))
+    if variant != "theoretical":
+        raise ValueError(f"Argument 'variant' must be 'empirical' or 'theoretical', got {variant!r}")
+    tilde = np.ones(m, dtype=bool)
+    for i in range(m):
+        if not tilde[i] or tilde.sum() < 2:
+            continue
+        others = np.flatnonzero(tilde & (np.arange(m) != i))
+        j = int(others[np.argmin(dist[i, others])])
+        if r_max[i] + r_max[j] > dist[i, j]:
+            tilde[i] = tilde[j] = False
+    members = np.flatnonzero(tilde)
+    if members.shape[0] < 2:
+        members = np.arange(m)
+    delta = dist[np.ix_(members, members)].min()
+    return np.full(m, 0.5 * delta)
+
+
+def server_aggregation(client_centers, client_radii, n_clusters):
+    """ServerAggregation, Alg. 5: greedy grouping by largest radius, means of the top groups.
+
+    Parameters
+    ----------
+    client_centers : list of ndarray of shape (m_l, d), the centroids each client sent
+    client_radii : list of ndarray of shape (m_l,)
+    n_clusters : int, the number ``k`` of groups kept (line 9)
+
+    Returns
+    -------
+    centers : ndarray of shape (min(k, n_groups), d), group means, largest group first
+    groups : list of ndarray of shape (size, 2), int64 ``(client, row)`` of each group's members,
+        in the order of ``centers``
+    n_groups : int, the number of groups formed (lines 2-8)
+
+    Notes
+    -----
+    The result does not depend on the order of the clients or of the centroids within a client:
+    the picking order (line 4) is largest radius first, ties broken by the lexicographic order of
+    the centroid's coordinates (identical ``(c, r)`` pairs open identical balls); line 9 keeps the
+    largest groups, ties broken by formation order; each mean (line 10) sums its members in
+    lexicographic order of their coordinates, so the output is bit-identical under reordering.
+    Fewer than ``k`` groups give fewer than ``k`` centers (no padding); :class:`FeCA` warns.
+    """
+    k = check_int(n_clusters, "n_clusters", min_value=1)
+    d = None
+    owners, blocks, radii = [], [], []
+    for l, (C, r) in enumerate(zip(client_centers, client_radii)):
+        C = np.asarray(C, dtype=np.float64)
+        r = np.asarray(r, dtype=np.float64)
+        if C.ndim != 2 or r.ndim != 1 or C.shape[0] != r.shape[0]:
+            raise ValueError(f"Client {l}: centers of shape {C.shape} do not match radii of shape "
+                             f"{r.shape}")
+        if d is None and C.shape[0]:
+            d = C.shape[1]
+        elif C.shape[0] and C.shape[1] != d:
+            raise ValueError(f"Client {l} sent centers with {C.shape[1]} features, expected {d}")
+        blocks.append(C)
+        radii.append(r)
+        owners.append(np.column_stack([np.full(C.shape[0], l), np.arange(C.shape[0])]))
+    if d is None:
+        raise ValueError("ServerAggregation received no centroid from any client")
+    C = np.ascontiguousarray(np.concatenate([b for b in blocks if b.shape[0]]))
+    R = np.concatenate(radii)
+    if not (np.isfinite(C).all() and not np.isnan(R).any() and (R >= 0).all()):
+        raise ValueError("ServerAggregation needs finite centers and non-negative radii")
+    owner = np.concatenate(owners).astype(np.int64)
+    order = _lexicographic_order(C, -R)
+    groups = np.empty(C.shape[0], dtype=np.int64)
+    n_groups = int(greedy_ball_groups(C, R, order, groups))
+    sizes = np.bincount(groups, minlength=n_groups)
+    top = np.argsort(-sizes, kind="stable")[:k]
+    centers = np.empty((top.shape[0], d))
+    members = []
+    for s, g in enumerate(top):
+        idx = np.flatnonzero(groups == g)
+        idx = idx[_lexicographic_order(C[idx])]
+        centers[s] = C[idx].sum(axis=0) / idx.shape[0]
+        members.append(owner[idx])
+    return centers, members, n_groups
+
+
+def _lexicographic_order(C, primary=None):
+    """Stable order by ``primary`` (if given), then by coordinates ``C[:, 0], C[:, 1], ...``."""
+    keys = tuple(C[:, f] for f in range(C.shape[1] - 1, -1, -1))
+    if primary is not None:
+        keys = keys + (primary,)
+    return np.lexsort(keys).astype(np.int64)
+
+
+# --------------------------------------------------------------------------------------------
+# Alg. 1
+# --------------------------------------------------------------------------------------------
+
+class FeCAResult(NamedTuple):
+    """Everything :func:`feca` computes (see :class:`FeCA` for the meaning of each field)."""
+
+    cluster_centers: np.ndarray
+    client_centers: list
+    client_radii: list
+    groups: list
+    n_groups: int
+    client_removed: list
+    comm: CommLedger
+
+
+def check_federation(federation, client_clusters, name="client_clusters"):
+    """Return ``federation`` as a :class:`HorizontalFederation`, checking every client's size.
+
+    A list or tuple of 2-D arrays is accepted and wrapped with ``from_arrays``. Raises
+    ``ValueError`` naming the first client with fewer points than ``client_clusters``.
+    """
+    if isinstance(federation, (list, tuple)):
+        federation = HorizontalFederation.from_arrays(list(federation))
+    if not isinstance(federation, HorizontalFederation):
+        raise TypeError(f"Argument 'federation' must be a HorizontalFederation or a list of "
+                        f"arrays, got {type(federation).__name__}")
+    sizes = federation.client_sizes
+    small = np.flatnonzero(sizes < client_clusters)
+    if small.size:
+        l = int(small[0])
+        raise ValueError(f"Argument {name!r}={client_clusters} exceeds the {int(sizes[l])} "
+                         f"point(s) of client {l}: every client needs at least {name} points")
+    return federation
+
+
+@contextlib.contextmanager
+def single_threaded_kernels():
+    """Run Numba kernels on one thread in the calling thread, restoring the count afterwards.
+
+    Clients hold few rows, so one kernel call is short and the cost of waking a parallel team
+    dominates; parallelism goes over clients instead (:func:`run_clients`). Numba's thread count
+    is thread-local, so this never affects other threads.
+    """
+    previous = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
+
+
+def _single_threaded_call(fn, l):
+    with single_threaded_kernels():
+        return fn(l)
+
+
+def run_clients(fn, n_clients, n_jobs=None):
+    """``[fn(0), ..., fn(n_clients - 1)]``, client by client or on a thread pool.
+
+    ``n_jobs=None`` uses ``numba.get_num_threads()`` workers (1 runs in the calling thread). Every
+    call runs with single-threaded kernels, and each client's randomness is fixed before the call,
+    so the result does not depend on ``n_jobs`` or on scheduling.
+    """
+    n_jobs = numba.get_num_threads() if n_jobs is None else check_int(n_jobs, "n_jobs",
+                                                                      min_value=1)
+    n_jobs = min(n_jobs, n_clients)
+    if n_jobs <= 1:
+        return [_single_threaded_call(fn, l) for l in range(n_clients)]
+    with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+        return list(pool.map(lambda l: _single_threaded_call(fn, l), range(n_clients)))
+
+
+def _client_seeds(rng, n_clients):
+    """One independent 63-bit seed per client, drawn up front so results never depend on the
+    order in which clients are processed."""
+    return [int(s) for s in rng.integers(0, np.iinfo(np.int64).max, size=n_clients)]
+
+
+def client_kmeans(X, n_clusters, *, init="k-means++", n_init=1, max_iter=300, tol=1e-4,
+                  random_state=None):
+    """Lloyd's k-means on one client (Alg. 2 line 2). Returns ``(centers float64, labels)``.
+
+    ``init="k-means++"`` seeds by k-means++ (:class:`fedcore.KMeans`); ``init="random"`` starts
+    from ``n_clusters`` distinct rows drawn uniformly (Forgy), which lands in local solutions far
+    more often. With ``n_init > 1`` the lowest inertia wins.
+    """
+    rng = check_random_state(random_state)
+    if init == "k-means++":
+        km = KMeans(n_clusters, n_init=n_init, max_iter=max_iter, tol=tol, random_state=rng).fit(X)
+        return np.asarray(km.cluster_centers_, dtype=np.float64), km.labels_
+    if init != "random":
+        raise ValueError(f"Argument 'init' must be 'k-means++' or 'random', got {init!r}")
+    best = None
+    for _ in range(n_init):
+        rows = rng.choice(X.shape[0], size=n_clusters, replace=False)
+        km = KMeans(n_clusters, init=X[np.sort(rows)], n_init=1, max_iter=max_iter, tol=tol).fit(X)
+        if best is None or km.inertia_ < best.inertia_:
+            best = km
+    return np.asarray(best.cluster_centers_, dtype=np.float64), best.labels_
+
+
+def _feca_client(X, k_client, radius, init, n_init, max_iter, tol, seed):
+    """Alg. 1 lines 3-4 on one client: (sent centroids, their radii, indices removed by Alg. 2)."""
+    centers, labels = client_kmeans(X, k_client, init=init, n_init=n_init, max_iter=max_iter,
+                                    tol=tol, random_state=np.random.default_rng(seed))
+    k, d = centers.shape
+    counts, sums = np.empty(k), np.empty((k, d))
+    costs, max_sq = np.empty(k), np.empty(k)
+    cluster_statistics(X, labels, centers, counts, sums, costs, max_sq)
+    kept, removed = client_update(centers, counts, sums, costs)
+    radii = radius_assign(centers, max_sq, kept, radius)
+    return centers[kept], radii, removed
+
+
+def feca(federation, n_clusters, *, client_clusters=None, radius="empirical", init="k-means++",
+         n_init=1, max_iter=300, tol=1e-4, n_jobs=None, random_state=None):
+    """Run FeCA (Alg. 1) on a horizontal federation; see :class:`FeCA` for the parameters.
+
+    Returns a :class:`FeCAResult`. Warns with :class:`FewerGroupsWarning` when the server forms
+    fewer than ``n_clusters`` groups.
+    """
+    k = check_int(n_clusters, "n_clusters", min_value=1)
+    k_client = k if client_clusters is None else check_int(client_clusters, "client_clusters",
+                                                            min_value=1)
+    if radius not in ("empirical", "theoretical"):
+        raise ValueError(f"Argument 'radius' must be 'empirical' or 'theoretical', got {radius!r}")
+    if init not in ("k-means++", "random"):
+        raise ValueError(f"Argument 'init' must be 'k-means++' or 'random', got {init!r}")
+    n_init = check_int(n_init, "n_init", min_value=1)
+    max_iter = check_int(max_iter, "max_iter", min_value=1)
+    tol = check_scalar(tol, "tol", min_value=0.0)
+    fed = check_federation(federation, k_client)
+    rng = check_random_state(random_state)
+    seeds = _client_seeds(rng, fed.n_clients)
+
+    def client(l):
+        X, _ = fed.client(l)
+        return _feca_client(X, k_client, radius, init, n_init, max_iter, tol, seeds[l])
+
+    sent, radii, removed = zip(*run_clients(client, fed.n_clients, n_jobs))
+    sent, radii, removed = list(sent), list(radii), list(removed)
+    comm = CommLedger()
+    for l, C in enumerate(sent):
+        # Alg. 1 lines 6-7: the only message, centroids with their radii, up in round 0.
+        comm.record(0, sender=l, receiver=SERVER, kind="centroids+radii",
+                    n_elements=C.shape[0] * (fed.n_features + 1))
+    with single_threaded_kernels():
+        centers, groups, n_groups = server_aggregation(sent, radii, k)
+    if n_groups < k:
+        warnings.warn(f"FeCA's server aggregation formed {n_groups} group(s), fewer than "
+                      f"n_clusters={k}: cluster_centers_ has {n_groups} row(s), not padded "
+                      "(FeCA paper, Appendix E)", FewerGroupsWarning, stacklevel=2)
+    return FeCAResult(centers, sent, radii, groups, n_groups, removed, comm)
+
+
+class FeCA(BaseEstimator):
+    """Federated Centroid Aggregation (FeCA, Alg. 1): one-shot federated k-means.
+
+    Parameters
+    ----------
+    n_clusters : int
+        ``k``, the number of centers returned (Alg. 5 line 9).
+    client_clusters : int, default=None
+        ``K'``, the number of Lloyd centroids on each client (Alg. 2 line 2; ``k'`` in Appendix E);
+        None means ``n_clusters``. Every client needs at least this many points.
+    radius : {"empirical", "theoretical"}, default="empirical"
+        RadiusAssign variant: Alg. 4 (per-centroid radius) or Alg. 3 (one radius per client,
+        used by Theorem 4.1 under the Stochastic Ball Model).
+    init : {"k-means++", "random"}, default="k-means++"
+        Seeding of each client's Lloyd run (see :func:`client_kmeans`).
+    n_init : int, default=1
+        Lloyd runs per client; the lowest inertia wins.
+    max_iter : int, default=300
+    tol : float, default=1e-4
+        Client Lloyd tolerance, as in :class:`fedcore.KMeans`.
+    n_jobs : int, default=None
+        Clients processed concurrently on a thread pool (None: ``numba.get_num_threads()``), each
+        with single-threaded kernels. The result does not depend on it.
+    random_state : None, int or numpy.random.Generator
+        One seed per client is drawn from it up front; same seed, same output.
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray of shape (n_found, n_features)
+        The aggregated centers, largest group first; ``n_found = min(n_clusters, n_groups_)``.
+    client_centers_ : list of ndarray of shape (m_l, n_features)
+        The centroids client ``l`` sent (kept by Alg. 2), in increasing Lloyd index.
+    client_radii_ : list of ndarray of shape (m_l,)
+        Their radii (Alg. 3 or 4).
+    groups_ : list of ndarray of shape (size, 2)
+        For each row of ``cluster_centers_``, the ``(client, row in client_centers_[client])``
+        pairs averaged into it (Alg. 5 line 10).
+    n_groups_ : int
+        Groups formed by Alg. 5. When ``n_groups_ < n_clusters`` a :class:`FewerGroupsWarning`
+        is issued and ``cluster_centers_`` has ``n_groups_`` rows (Appendix E); never padded.
+    client_removed_ : list of ndarray of int64
+        Indices of each client's Lloyd centroids removed as one-fit-many (Alg. 2 line 8).
+    comm_ : CommLedger
+        One round: each client sends ``m_l * (n_features + 1)`` floats (centroids and radii).
+        Nothing is sent down: Alg. 1 returns the centers at the server.
+    n_features_in_ : int
+
+    Notes
+    -----
+    Choices where the paper is silent are documented in :func:`client_update`,
+    :func:`radius_assign` and :func:`server_aggregation`. Under the Stochastic Ball Model with the
+    separations of Theorem 4.1 and ``radius="theoretical"``, every center lies within
+    ``4 / (5 eta) * Delta_min`` of a true center (checked by property tests). After all one-fit-many
+    centroids are gone, Alg. 2's next test compares two single-cluster costs and may also remove a
+    correct centroid; other clients then supply that center.
+
+    Examples
+    --------
+    >>> import numpy as np, fedcore
+    >>> from fedcore.datasets.balls import make_stochastic_ball
+    >>> X, y, theta = make_stochastic_ball(600, 2, 3, separation=20.0, random_state=0)
+    >>> fed = fedcore.partition(X, 3, "iid", random_state=0)
+    >>> model = FeCA(3, random_state=0).fit(fed)
+    >>> model.cluster_centers_.shape, model.comm_.n_rounds
+    ((3, 2), 1)
+    >>> bool(fedcore.metrics.center_distance(model.cluster_centers_, theta) < 0.5)
+    True
+    """
+
+    def __init__(self, n_clusters, *, client_clusters=None, radius="empirical", init="k-means++",
+                 n_init=1, max_iter=300, tol=1e-4, n_jobs=None, random_state=None):
+        self.n_clusters = n_clusters
+        self.client_clusters = client_clusters
+        self.radius = radius
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    def fit(self, federation, y=None):
+        """Run Alg. 1 on ``federation`` (a HorizontalFederation or a list of client arrays)."""
+        result = feca(federation, **self.get_params())
+        self.cluster_centers_ = result.cluster_centers
+        self.client_centers_ = result.client_centers
+        self.client_radii_ = result.client_radii
+        self.groups_ = result.groups
+        self.n_groups_ = result.n_groups
+        self.client_removed_ = result.client_removed
+        self.comm_ = result.comm
+        self.n_features_in_ = self.cluster_centers_.shape[1]
+        return self
+
+    def predict(self, X):
+        """Index of the nearest row of ``cluster_centers_`` for each row of X (lowest on ties)."""
+        return predict_nearest(self, X)
+
+
+def predict_nearest(model, X):
+    """Nearest row of ``model.cluster_centers_`` for each row of X (lowest index on ties)."""
+    check_is_fitted(model, "cluster_centers_")
+    X = check_array(X, "X")
+    if X.shape[1] != model.n_features_in_:
+        raise ValueError(f"Argument 'X' has {X.shape[1]} features, but {type(model).__name__} "
+                         f"was fitted with {model.n_features_in_}")
+    labels = np.empty(X.shape[0], dtype=np.int64)
+    assign_nearest(X, np.ascontiguousarray(model.cluster_centers_.T, dtype=np.float64), labels,
+                   np.empty(X.shape[0]))
+    return labels

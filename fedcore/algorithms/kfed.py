@@ -1,0 +1,159 @@
+"""k-FED: one-shot federated k-means (Dennis, Li & Smith, "Heterogeneity for the Win: One-Shot
+Federated Clustering", ICML 2021).
+
+Each client clusters its data into ``client_clusters`` (``k'``) centers and sends them once. The
+server starts from the centers of one client chosen at random, adds farthest points among all
+received centers until it has ``k``, and runs Lloyd's algorithm on the received centers from there.
+"""
+from typing import NamedTuple
+
+import numpy as np
+
+from .._validation import check_int, check_random_state, check_scalar
+from ..federation.ledger import SERVER, CommLedger
+from ._base import BaseEstimator
+from .feca import (_client_seeds, check_federation, client_kmeans, predict_nearest, run_clients,
+                   single_threaded_kernels)
+from .kmeans import KMeans
+
+__all__ = ["KFed", "KFedResult", "kfed", "farthest_point_init"]
+
+
+def farthest_point_init(points, start, n_centers):
+    """Farthest-point traversal: ``start`` rows of ``points`` first, then farthest points.
+
+    Parameters
+    ----------
+    points : ndarray of shape (N, d), float64
+    start : sequence of int, rows taken first, in order (at least one)
+    n_centers : int <= N
+
+    Returns
+    -------
+    rows : ndarray of shape (n_centers,), int64. If ``len(start) >= n_centers`` the traversal runs
+    inside ``points[start]`` from ``start[0]``; otherwise each next row maximizes the distance to
+    the rows chosen so far (ties: lowest row).
+    """
+    start = [int(s) for s in start]
+    pool = np.asarray(start, dtype=np.int64) if len(start) >= n_centers else \
+        np.arange(points.shape[0], dtype=np.int64)
+    chosen = [start[0]] if len(start) >= n_centers else list(start)
+    mind = np.full(pool.shape[0], np.inf)
+    for c in chosen:
+        mind = np.minimum(mind, ((points[pool] - points[c]) ** 2).sum(axis=1))
+    while len(chosen) < n_centers:
+        nxt = int(pool[np.argmax(mind)])
+        chosen.append(nxt)
+        mind = np.minimum(mind, ((points[pool] - points[nxt]) ** 2).sum(axis=1))
+    return np.asarray(chosen, dtype=np.int64)
+
+
+class KFedResult(NamedTuple):
+    cluster_centers: np.ndarray
+    client_centers: list
+    start_client: int
+    comm: CommLedger
+
+
+def kfed(federation, n_clusters, *, client_clusters=None, n_init=1, max_iter=300, tol=1e-4,
+         n_jobs=None, random_state=None):
+    """Run k-FED on a horizontal federation; see :class:`KFed`. Returns a :class:`KFedResult`."""
+    k = check_int(n_clusters, "n_clusters", min_value=1)
+    k_client = max(1, int(np.ceil(np.sqrt(k)))) if client_clusters is None else \
+        check_int(client_clusters, "client_clusters", min_value=1)
+    n_init = check_int(n_init, "n_init", min_value=1)
+    max_iter = check_int(max_iter, "max_iter", min_value=1)
+    tol = check_scalar(tol, "tol", min_value=0.0)
+    fed = check_federation(federation, k_client)
+    rng = check_random_state(random_state)
+    seeds = _client_seeds(rng, fed.n_clients)
+
+    def client(l):
+        X, _ = fed.client(l)
+        return client_kmeans(X, k_client, n_init=n_init, max_iter=max_iter, tol=tol,
+                             random_state=np.random.default_rng(seeds[l]))[0]
+
+    sent = run_clients(client, fed.n_clients, n_jobs)
+    comm = CommLedger()
+    for l, C in enumerate(sent):
+        comm.record(0, sender=l, receiver=SERVER, kind="centers", n_elements=C.size)
+    points = np.concatenate(sent)
+    if points.shape[0] < k:
+        raise ValueError(f"Argument 'n_clusters'={k} exceeds the {points.shape[0]} centers the "
+                         f"clients send ({fed.n_clients} clients x client_clusters={k_client})")
+    start_client = int(rng.integers(fed.n_clients))
+    offset = sum(c.shape[0] for c in sent[:start_client])
+    start = np.arange(offset, offset + sent[start_client].shape[0])
+    init = points[farthest_point_init(points, start, k)]
+    with single_threaded_kernels():
+        server = KMeans(k, init=init, max_iter=max_iter, tol=tol).fit(points)
+    return KFedResult(np.asarray(server.cluster_centers_, dtype=np.float64), sent, start_client,
+                      comm)
+
+
+class KFed(BaseEstimator):
+    """k-FED (Dennis et al. 2021): one-shot federated k-means for heterogeneous clients.
+
+    Each client runs k-means with ``client_clusters`` centers and sends them (one round). The
+    server picks one client uniformly at random, starts from its centers, adds the received center
+    farthest from those chosen until there are ``n_clusters`` (farthest-point initialization), then
+    runs Lloyd's algorithm (unweighted, to convergence) on all received centers.
+
+    Parameters
+    ----------
+    n_clusters : int
+        ``k``, the number of global centers.
+    client_clusters : int, default=None
+        ``k'``, the centers per client; None means ``ceil(sqrt(n_clusters))``, the regime
+        ``k' <= sqrt(k)`` that k-FED's analysis targets. When ``k' > k`` the initialization keeps
+        ``k`` of the chosen client's centers by farthest-point traversal. Every client needs at
+        least ``k'`` points.
+    random_state : None, int or numpy.random.Generator
+
+    Other parameters
+    ----------------
+    n_init, max_iter, tol : client k-means settings (see :class:`fedcore.KMeans`); ``max_iter``
+        and ``tol`` also bound the server's Lloyd run.
+    n_jobs : clients processed concurrently (see :class:`fedcore.algorithms.feca.FeCA`).
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray of shape (n_clusters, n_features)
+    client_centers_ : list of ndarray of shape (client_clusters, n_features), what each client sent
+    start_client_ : int, the client whose centers started the initialization
+    comm_ : CommLedger, one round, ``client_clusters * n_features`` floats up per client
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np, fedcore
+    >>> X, y, _ = fedcore.datasets.make_gaussian_mixture(400, 2, 4, cluster_std=0.01,
+    ...                                                  random_state=0)
+    >>> fed = fedcore.partition(X, 4, "noniid", labels=y, clusters_per_client=2, random_state=0)
+    >>> KFed(4, client_clusters=2, random_state=0).fit(fed).cluster_centers_.shape
+    (4, 2)
+    """
+
+    def __init__(self, n_clusters, *, client_clusters=None, n_init=1, max_iter=300, tol=1e-4,
+                 n_jobs=None, random_state=None):
+        self.n_clusters = n_clusters
+        self.client_clusters = client_clusters
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    def fit(self, federation, y=None):
+        """Run k-FED on ``federation`` (a HorizontalFederation or a list of client arrays)."""
+        result = kfed(federation, **self.get_params())
+        self.cluster_centers_ = result.cluster_centers
+        self.client_centers_ = result.client_centers
+        self.start_client_ = result.start_client
+        self.comm_ = result.comm
+        self.n_features_in_ = self.cluster_centers_.shape[1]
+        return self
+
+    def predict(self, X):
+        """Index of the nearest global center for each row of X (lowest on ties)."""
+        return predict_nearest(self, X)
