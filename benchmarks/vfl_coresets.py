@@ -136,6 +136,19 @@ def epsilon_table(X, vfed, k, sizes, seeds, extra_centers):
         print(f"| {m} | {fmt(errs['C'])} | {fmt(errs['U'])} |")
 
 
+def epsilon_mixtures(sizes, seeds, n=100_000, d=10, k=10):
+    """The empirical epsilon check on a well-separated and on an imbalanced Gaussian mixture."""
+    for label, weights, std in (("well-separated, equal sizes", None, 0.02),
+                                ("imbalanced (sizes 0.5^i), overlapping", 0.5 ** np.arange(k),
+                                 0.08)):
+        X, _, _ = fedcore.datasets.make_gaussian_mixture(n, d, k, cluster_std=std, weights=weights,
+                                                         random_state=0)
+        vfed = fedcore.VerticalFederation.from_columns(X, splits=splits_for(d, 2))
+        centers = fedcore.KMeans(k, n_init=3, random_state=0).fit(X).cluster_centers_
+        print(f"\n### mixture: {label}; n={n}, d={d}, k={k}, T=2")
+        epsilon_table(X, vfed, k, sizes, seeds, centers)
+
+
 def ridge_table(X, y, X_test, y_test, parties, sizes, seeds, lam, saga_epochs, label,
                 test_label="test"):
     vfed = fedcore.VerticalFederation.from_columns(X, splits=splits_for(X.shape[1], parties), y=y)
@@ -217,11 +230,12 @@ def main():
     parser.add_argument("--n", type=int, default=515_345)
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--n-init", type=int, default=10)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000, 3000, 4000, 5000, 6000])
+    parser.add_argument("--sizes", type=int, nargs="+",
+                        default=[1000, 2000, 3000, 4000, 5000, 6000])
     parser.add_argument("--eps-sizes", type=int, nargs="+", default=[500, 1000, 2000, 4000, 8000])
     parser.add_argument("--eps-seeds", type=int, default=5)
-    parser.add_argument("--skip", nargs="*", default=[], choices=["kmeans", "eps", "ridge", "real",
-                                                                  "time"])
+    parser.add_argument("--skip", nargs="*", default=[],
+                        choices=["kmeans", "eps", "eps-mix", "ridge", "real", "time"])
     args = parser.parse_args()
     seeds = list(range(args.seeds))
     warm()
@@ -238,6 +252,8 @@ def main():
         if "eps" not in args.skip:
             epsilon_table(X, vfed, 10, args.eps_sizes, list(range(args.eps_seeds)),
                           central_centers)
+    if "eps-mix" not in args.skip:
+        epsilon_mixtures(args.eps_sizes, list(range(args.eps_seeds)))
     if "ridge" not in args.skip:
         rng = np.random.default_rng(7)
         theta = rng.standard_normal(X.shape[1])

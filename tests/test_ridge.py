@@ -60,7 +60,7 @@ def test_saga_converges_to_central_on_coreset_and_full():
 
 
 def test_coreset_ridge_close_to_full_and_better_than_uniform():
-    """C-Central test loss near Central's, and below U-Central's on heavy-tailed rows (mean of 5)."""
+    """C-Central test loss near Central's and below U-Central's, heavy-tailed rows (mean of 5)."""
     rng = np.random.default_rng(4)
     n, d = 20000, 6
     X = rng.standard_normal((n, d)) * rng.standard_t(2.5, size=(n, 1))

@@ -32,7 +32,8 @@ def _federation(n, d=90, parties=3, k=10, labels=False):
     X = (X - X.mean(axis=0)) / X.std(axis=0)
     y = None
     if labels:
-        y = X @ np.random.default_rng(0).standard_normal(d) + np.random.default_rng(1).standard_normal(n)
+        rng = np.random.default_rng(0)
+        y = X @ rng.standard_normal(d) + rng.standard_normal(n)
     splits = [d // parties] * parties
     splits[-1] += d - sum(splits)
     return fedcore.VerticalFederation.from_columns(X, splits=splits, y=y)

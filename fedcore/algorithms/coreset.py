@@ -117,8 +117,8 @@ def _check_scores(scores):
         scores = check_array(scores, "scores", dtype=("float64",))
     if (scores < 0).any():
         j, i = np.argwhere(scores < 0)[0]
-        raise ValueError(f"Argument 'scores' must be non-negative, got {float(scores[j, i])!r} at party "
-                         f"{j}, row {i}")
+        raise ValueError(f"Argument 'scores' must be non-negative, got {float(scores[j, i])!r} "
+                         f"at party {j}, row {i}")
     return np.ascontiguousarray(scores)
 
 
@@ -141,7 +141,7 @@ def _sample_rows(values, uniforms):
 
 
 def dis_sample(scores, m, rng, *, floor=None):
-    """DIS of Alg. 1 on validated scores. Returns ``(indices, weights, party_counts, totals, comm)``.
+    """DIS of Alg. 1 on validated scores: ``(indices, weights, party_counts, totals, comm)``.
 
     ``scores`` float64 (T, n) (row ``j`` held by party ``j``), ``m`` >= 1, ``rng`` a Generator.
     ``floor`` (robust mode, App. G) raises every score to at least ``floor`` first. Randomness, in
@@ -527,8 +527,8 @@ def robust_coreset_error(costs, scores, coreset, outlier_fraction=None):
     scores = check_array(scores, "scores", ensure_2d=False, dtype=("float64",))
     n = costs.shape[0]
     if scores.shape != (n,) or coreset.n_samples != n:
-        raise ValueError(f"Arguments 'costs' {costs.shape}, 'scores' {scores.shape} and the coreset "
-                         f"({coreset.n_samples} rows) must describe the same rows")
+        raise ValueError(f"Arguments 'costs' {costs.shape}, 'scores' {scores.shape} and the "
+                         f"coreset ({coreset.n_samples} rows) must describe the same rows")
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(scores > 0, costs / np.where(scores > 0, scores, 1.0),
                          np.where(costs > 0, np.inf, 0.0))

@@ -37,7 +37,7 @@ def _cells(labels, client_clusters):
 
 def distdim(federation, n_clusters, *, client_clusters=None, coreset=None, n_init=1, max_iter=300,
             tol=1e-4, random_state=None):
-    """DistDim on validated parameters; returns a dict of fitted quantities (see :class:`DistDim`)."""
+    """DistDim on validated parameters: a dict of the fitted attributes of :class:`DistDim`."""
     rng = check_random_state(random_state)
     T = federation.n_parties
     ledger = CommLedger()
@@ -105,13 +105,15 @@ class DistDim(BaseEstimator):
     cluster_centers_ : ndarray of shape (n_clusters, n_features)
     labels_ : ndarray of shape (n_rows_used,), cluster of each row used (coreset entries in order)
     local_centers_ : list of ndarrays of shape (client_clusters, d_j)
-    cell_centers_ : ndarray of shape (n_cells, n_features); cell_weights_ : ndarray of shape (n_cells,)
+    cell_centers_ : ndarray of shape (n_cells, n_features), occupied grid points
+    cell_weights_ : ndarray of shape (n_cells,), their total row weight
     comm_ : CommLedger
 
     Examples
     --------
     >>> import numpy as np, fedcore
-    >>> X, _, _ = fedcore.datasets.make_gaussian_mixture(600, 4, 3, cluster_std=0.02, random_state=1)
+    >>> X, _, _ = fedcore.datasets.make_gaussian_mixture(600, 4, 3, cluster_std=0.02,
+    ...                                                  random_state=1)
     >>> vfed = fedcore.VerticalFederation.from_columns(X, splits=[2, 2])
     >>> model = DistDim(3, random_state=0).fit(vfed)
     >>> model.cluster_centers_.shape, model.comm_.n_elements   # 2 label vectors + 2 (3 x 2) centers

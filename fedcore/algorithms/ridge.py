@@ -1,4 +1,4 @@
-"""Vertical ridge regression (VRLR, Def. 2.1 with ``R = alpha |theta|^2``): central and SAGA solvers.
+"""Vertical ridge regression (VRLR, Def. 2.1, ``R = alpha |theta|^2``): central and SAGA solvers.
 
 Objective on the rows used, with weights ``w`` (ones on full data, coreset weights otherwise)::
 

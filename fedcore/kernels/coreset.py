@@ -91,7 +91,7 @@ def _scan_chunk(values, start, stop, inner):
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def sample_sorted(values, sums, uniforms, out):
-    """Inverse-CDF draws for sorted uniforms in one pass: ``out[t] = pick_index(values, sums, u_t)``.
+    """Inverse-CDF draws for sorted uniforms, one pass: ``out[t] = pick_index(values, sums, u_t)``.
 
     IN ``values`` float64 (n,) >= 0 with a positive sum; ``sums`` float64 (n_chunks,) from
     :func:`fedcore.kernels.seeding.chunk_sums`; ``uniforms`` float64 (m,) in [0, 1), sorted

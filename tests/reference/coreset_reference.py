@@ -133,7 +133,7 @@ def ridge_reference(X, y, weights, reg):
 
 
 def saga_epoch_reference(X, y, edges, order, probabilities, theta, memory, grad_avg, step, reg):
-    """One epoch of vertical SAGA on ``sum_i p_i h_i``, ``h_i = (x_i.theta - y_i)^2 + reg |theta|^2``.
+    """One vertical SAGA epoch on ``sum_i p_i h_i``, ``h_i = (x_i.theta - y_i)^2 + reg |theta|^2``.
 
     For each sampled row ``i`` (in ``order``): party ``j`` computes its partial product over its
     columns ``edges[j]:edges[j+1]`` (sequential sum from 0.0); the server adds the partials in
