@@ -115,41 +115,30 @@ class _Engine:
         """Alg. 3 / Alg. 4 lines 6-10, range by range, with the block rules of ``bcd_sweep``."""
         k = self.k
         labels = self.labels
-        phi = self.phi
         new_labels = self.new_labels
         server_counts = self.parties[0].counts
         tentative = np.empty(k, dtype=np.int64)
-        tables = []
-        for p in self.parties:
-            tables.append((np.empty((2, k)), np.empty((2, p.n_groups, k))))
-        moved = ranges = 0
+        tables = [(np.empty((2, k)), np.empty((2, p.n_groups, k))) for p in self.parties]
+        moved = ranges = version = 0
         for block_lo in range(0, self.n, self.block_size):
-            stack = [(block_lo, min(self.n, block_lo + self.block_size))]
+            stack = [(block_lo, min(self.n, block_lo + self.block_size), -1)]
             while stack:
-                lo, hi = stack.pop()
+                lo, hi, made_at = stack.pop()
                 ranges += 1
                 self.round += 1
-                for p, (base, corr) in zip(self.parties, tables):
-                    K.fair_tables(p.group_counts, p.counts, p.theta, p.u, rho, fair_scale, base,
-                                  corr)
-                tentative[:] = server_counts
-                n_moves = 0
-                for seg_lo in range(lo, hi, phi.shape[0]):
-                    seg_hi = min(hi, seg_lo + phi.shape[0])
-                    phi[:seg_hi - seg_lo] = 0.0
-                    for p, (base, corr) in zip(self.parties, tables):  # summed in party order
-                        K.bcd_row_objectives(p.X, p.shift, p.xx, seg_lo, seg_hi, labels, p.sums,
-                                             p.counts, p.sqnorms, p.codes, base, corr, phi)
-                    n_moves += K.choose_moves(phi, seg_lo, seg_hi, labels, tentative, tol,
-                                              new_labels, seg_lo - block_lo)
-                self._record("compute objectives", down=2, up=(hi - lo) * k)
+                offset = lo - block_lo
+                if made_at == version:  # proposals still valid (see bcd_sweep)
+                    n_moves = int(np.count_nonzero(
+                        new_labels[offset:offset + hi - lo] != labels[lo:hi]))
+                else:
+                    n_moves = self._evaluate(lo, hi, block_lo, tables, tentative, server_counts,
+                                             tol, rho, fair_scale)
                 if n_moves == 0:
                     continue
                 self._record("proposed labels", down=hi - lo)
-                offset = lo - block_lo
                 if n_moves > 1:
                     change = 0.0
-                    for p in self.parties:
+                    for p in self.parties:  # summed in party order
                         d = p.X.shape[1]
                         dsums = np.empty((k, d))
                         dcounts = np.empty(k, dtype=np.int64)
@@ -164,15 +153,34 @@ class _Engine:
                     self._record("objective change", up=1, down=1)
                     if not change < -tol:
                         mid = (lo + hi) // 2
-                        stack.append((mid, hi))
-                        stack.append((lo, mid))
+                        stack.append((mid, hi, version))
+                        stack.append((lo, mid, version))
                         continue
                 for p in self.parties:
                     K.apply_moves(p.X, p.shift, p.xx, lo, hi, labels, new_labels, offset, p.sums,
                                   p.counts, p.sqnorms, p.codes, p.group_counts)
                 labels[lo:hi] = new_labels[offset:offset + hi - lo]
                 moved += n_moves
+                version += 1
         return moved, ranges
+
+    def _evaluate(self, lo, hi, block_lo, tables, tentative, server_counts, tol, rho, fair_scale):
+        """Parties send eq. (17)/(27)-(28) for rows lo..hi; the server sums and proposes labels."""
+        phi = self.phi
+        for p, (base, corr) in zip(self.parties, tables):
+            K.fair_tables(p.group_counts, p.counts, p.theta, p.u, rho, fair_scale, base, corr)
+        tentative[:] = server_counts
+        n_moves = 0
+        for seg_lo in range(lo, hi, phi.shape[0]):
+            seg_hi = min(hi, seg_lo + phi.shape[0])
+            phi[:seg_hi - seg_lo] = 0.0
+            for p, (base, corr) in zip(self.parties, tables):  # summed in party order
+                K.bcd_row_objectives(p.X, p.shift, p.xx, seg_lo, seg_hi, self.labels, p.sums,
+                                     p.counts, p.sqnorms, p.codes, base, corr, phi)
+            n_moves += K.choose_moves(phi, seg_lo, seg_hi, self.labels, tentative, tol,
+                                      self.new_labels, seg_lo - block_lo)
+        self._record("compute objectives", down=2, up=(hi - lo) * self.k)
+        return n_moves
 
     def record_initialization(self, n_features_split):
         """Messages of a vertical k-means++ (Alg. 3 line 1) and of the statistics set-up."""

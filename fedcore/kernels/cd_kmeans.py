@@ -211,14 +211,18 @@ def _bcd_row_objectives(X, shift, xx, lo, hi, labels, sums, counts, sqnorms, cod
     A = codes.shape[1]
     rows = hi - lo
     for c in prange(-(-rows // CHUNK_SIZE)):
+        dots = np.empty(k)
         for i in range(lo + c * CHUNK_SIZE, min(hi, lo + (c + 1) * CHUNK_SIZE)):
             r = labels[i]
             x_sq = xx[i]
             o = i - lo
+            dots[:] = 0.0
+            for f in range(d):
+                t = np.float64(X[i, f]) - shift[f]
+                for m in range(k):
+                    dots[m] += t * sums[m, f]
             for m in range(k):
-                dot = 0.0
-                for f in range(d):
-                    dot += (np.float64(X[i, f]) - shift[f]) * sums[m, f]
+                dot = dots[m]
                 n = np.float64(counts[m])
                 q = sqnorms[m]
                 if m == r:
@@ -487,7 +491,9 @@ def bcd_sweep(X, shift, xx, labels, sums, counts, sqnorms, codes, group_counts, 
     against the current statistics (:func:`bcd_row_objectives`), its moves chosen
     (:func:`choose_moves`), and applied (:func:`apply_moves`) if they lower the Lagrangian
     (``objective_change + fairness_change``) by more than ``tol``; otherwise the range is split
-    in two halves, processed in order. ``block_size = 1`` is CDKM (Alg. 1).
+    in two halves, processed in order. ``block_size = 1`` is CDKM (Alg. 1). A half is evaluated
+    afresh only if some move was applied since its proposals were made; otherwise they are the
+    ones a fresh evaluation would give (same statistics, and its moves were proposed first).
 
     Parameters
     ----------
@@ -514,22 +520,32 @@ def bcd_sweep(X, shift, xx, labels, sums, counts, sqnorms, codes, group_counts, 
     dsums = np.empty((k, d))
     dcounts = np.empty(k, dtype=np.int64)
     dgroups = np.empty((L, k), dtype=np.int64)
-    stack = np.empty((128, 2), dtype=np.int64)
+    # (lo, hi, version): a range split off at ``version`` still holds valid proposals in
+    # ``new_labels`` while no move has been applied since (same statistics, same prefix counts).
+    stack = np.empty((128, 3), dtype=np.int64)
+    version = 0
     n_moved = 0
     n_ranges = 0
     for block_lo in range(0, n, block_size):
         block_hi = min(n, block_lo + block_size)
         stack[0, 0] = block_lo
         stack[0, 1] = block_hi
+        stack[0, 2] = -1
         top = 1
         while top > 0:
             top -= 1
             lo = stack[top, 0]
             hi = stack[top, 1]
             n_ranges += 1
-            fair_tables(group_counts, counts, theta, u, rho, fair_scale, base, correction)
-            n_moves = _propose(X, shift, xx, lo, hi, block_lo, labels, sums, counts, sqnorms,
-                               codes, base, correction, tol, phi, tentative, new_labels)
+            if stack[top, 2] == version:
+                n_moves = 0
+                for i in range(lo, hi):
+                    if new_labels[i - block_lo] != labels[i]:
+                        n_moves += 1
+            else:
+                fair_tables(group_counts, counts, theta, u, rho, fair_scale, base, correction)
+                n_moves = _propose(X, shift, xx, lo, hi, block_lo, labels, sums, counts, sqnorms,
+                                   codes, base, correction, tol, phi, tentative, new_labels)
             if n_moves == 0:
                 continue
             if n_moves > 1:
@@ -543,8 +559,10 @@ def bcd_sweep(X, shift, xx, labels, sums, counts, sqnorms, codes, group_counts, 
                     mid = (lo + hi) // 2
                     stack[top, 0] = mid
                     stack[top, 1] = hi
+                    stack[top, 2] = version
                     stack[top + 1, 0] = lo
                     stack[top + 1, 1] = mid
+                    stack[top + 1, 2] = version
                     top += 2
                     continue
             apply_moves(X, shift, xx, lo, hi, labels, new_labels, lo - block_lo, sums, counts,
@@ -552,6 +570,7 @@ def bcd_sweep(X, shift, xx, labels, sums, counts, sqnorms, codes, group_counts, 
             for i in range(lo, hi):
                 labels[i] = new_labels[i - block_lo]
             n_moved += n_moves
+            version += 1
     return n_moved, n_ranges
 
 
