@@ -215,6 +215,12 @@ def radius_assign(centers, max_sq, kept, variant="empirical"):
     ``r = min pairwise distance in C~ / 2`` (lines 10-11). Where the paper is silent: when fewer
     than two centroids remain in ``C~`` the minimum is taken over all kept centroids, and a lone
     kept centroid gets ``r'_i``.
+
+    Caveat (Theorem 4.1): Lemma A.3 takes ``min pairwise distance in C~`` to approximate
+    ``Delta_min``. When Alg. 2 has removed the centroids of the closest pair of true centers from a
+    client (it held a one-fit-many centroid there), the minimum is a larger gap, the client's radius
+    exceeds ``Delta_min / 2``, and the server's first ball can merge two true centers. fedcore
+    implements Alg. 3 as written; ``tests/test_feca.py`` holds such a counterexample.
     """
     kept = np.asarray(kept, dtype=np.int64)
     C = centers[kept]
@@ -523,10 +529,11 @@ class FeCA(BaseEstimator):
     -----
     Choices where the paper is silent are documented in :func:`client_update`,
     :func:`radius_assign` and :func:`server_aggregation`. Under the Stochastic Ball Model with the
-    separations of Theorem 4.1 and ``radius="theoretical"``, every center lies within
-    ``4 / (5 eta) * Delta_min`` of a true center (checked by property tests). After all one-fit-many
-    centroids are gone, Alg. 2's next test compares two single-cluster costs and may also remove a
-    correct centroid; other clients then supply that center.
+    separations of Theorem 4.1, every center lies within ``4 / (5 eta) * Delta_min`` of a true
+    center with ``radius="empirical"``, and with ``radius="theoretical"`` whenever every client's
+    radius obeys Lemma A.3 (property tests; :func:`radius_assign` explains when it does not).
+    After all one-fit-many centroids are gone, Alg. 2's next test compares two single-cluster costs
+    and may also remove a correct centroid; other clients then supply that center.
 
     Examples
     --------
