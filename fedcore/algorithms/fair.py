@@ -69,7 +69,8 @@ def _update_dual(party, alpha, beta, rho):
         return
     ratio = party.group_counts[:, full] / party.counts[full][None, :]
     u = party.u[:, full]
-    target = ratio - u / rho if rho > 0 else ratio
+    with np.errstate(over="ignore"):  # a tiny rho sends u / rho to +-inf; the clip is exact
+        target = ratio - u / rho if rho > 0 else ratio
     theta = np.clip(target, beta[:, None], alpha[:, None])
     party.theta[:, full] = theta
     if rho > 0:
