@@ -1,0 +1,394 @@
+"""Reed-Solomon syndrome decoding over F_p, the server side of SCMA (MUFC paper, Alg. 2).
+
+A sparse vector with nonzero values q_j at distinct nonzero points X_j is summarised by its
+power-sum syndromes S_i = sum_j q_j X_j**(i-1), i = 1..s (Alg. 2 line 2). From 2t syndromes of a
+vector with at most t nonzeros the server recovers it exactly (Alg. 2 line 3, App. J):
+
+1. ``berlekamp_massey``: the shortest linear recurrence, whose connection polynomial is the error
+   locator Lambda(x) = prod_j (1 - X_j x);
+2. ``find_roots``: the roots of x**L Lambda(1/x) = prod_j (x - X_j), i.e. the points X_j, by
+   equal-degree splitting (Cantor-Zassenhaus / Rabin) after checking that the polynomial divides
+   x**p - x (distinct roots, all in F_p);
+3. ``forney_magnitudes``: q_j = -X_j Omega(X_j**-1) / Lambda'(X_j**-1) with
+   Omega = S(x) Lambda(x) mod x**L, or ``solve_transposed_vandermonde``: the O(m**2) Bjorck-Pereyra
+   solution of sum_j y_j X_j**i = b_i for many right-hand sides at once.
+
+Kernels take p (odd prime < 2**62) and report failures by return codes; they never guess.
+"""
+import numpy as np
+from numba import njit
+
+from .._config import NUMBA_CACHE
+from .field import (addmod, batch_inverse_ctx, dot_reverse, field_context, inverse, mulmod_ctx,
+                    powmod_ctx, reduce_wide, submod, _mulhi, accumulation_limit)
+from .polynomial import degree, eval_many_ctx, gcd_into, mul_linear_mod, powmod_into
+
+__all__ = [
+    "power_sums", "berlekamp_massey", "find_roots", "forney_magnitudes",
+    "solve_transposed_vandermonde", "ROOTS_NOT_SPLIT", "ROOTS_NO_SPLIT_FOUND",
+]
+
+ROOTS_NOT_SPLIT = -1
+"""``find_roots`` status: the polynomial is zero or is not a product of distinct linear factors."""
+ROOTS_NO_SPLIT_FOUND = -2
+"""``find_roots`` status: random splitting failed too often (probability below 2**-100)."""
+
+_MAX_SPLIT_ATTEMPTS = 200
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def power_sums(points, weights, start, out, p):
+    """Weighted power sums (syndromes) of several channels over the same points.
+
+    ``out[c, i] = sum_j weights[c, j] * points[j]**(start + i)``, i.e. S_{start+i+1} of channel c
+    (Alg. 2 line 2 without the mask). Cost O(n * K * (C + 1)) with lazy 128-bit accumulation.
+
+    Parameters
+    ----------
+    points : ndarray of shape (K,), int64
+        IN. Evaluation points X_j in [0, p).
+    weights : ndarray of shape (C, K), int64
+        IN. Values q_j (or q_j * c_j for coordinate channels) in [0, p), one row per channel.
+    start : int
+        Exponent of the first output column (0 gives S_1).
+    out : ndarray of shape (C, n), int64
+        OUT. Overwritten.
+    p : int
+        Odd prime below 2**62.
+    """
+    ctx = field_context(p)
+    n_channels, n_points = weights.shape
+    n = out.shape[1]
+    lim = accumulation_limit(ctx)
+    pw = np.empty(n_points, dtype=np.int64)
+    for j in range(n_points):
+        pw[j] = powmod_ctx(points[j], start, ctx)
+    for i in range(n):
+        for c in range(n_channels):
+            total = np.int64(0)
+            j0 = 0
+            while j0 < n_points:
+                j1 = min(n_points, j0 + lim)
+                hi = np.uint64(0)
+                lo = np.uint64(0)
+                for j in range(j0, j1):
+                    ua = np.uint64(weights[c, j])
+                    ub = np.uint64(pw[j])
+                    pl = ua * ub
+                    lo += pl
+                    hi += _mulhi(ua, ub) + np.uint64(lo < pl)
+                total = addmod(total, reduce_wide(hi, lo, ctx), p)
+                j0 = j1
+            out[c, i] = total
+        for j in range(n_points):
+            pw[j] = mulmod_ctx(pw[j], points[j], ctx)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def berlekamp_massey(s, lam, p):
+    """Shortest linear recurrence of a sequence (Massey, 1969): the error locator of Alg. 2 line 3.
+
+    Parameters
+    ----------
+    s : ndarray of shape (n,), int64
+        IN. Sequence s_0..s_{n-1} in [0, p) (the syndromes S_1..S_n).
+    lam : ndarray of shape (>= n + 1,), int64
+        OUT. Connection polynomial C(x) = 1 + c_1 x + ... + c_L x**L in ``lam[:L + 1]`` (zeros
+        after), with s_k + sum_{i=1..L} c_i s_{k-i} = 0 for L <= k < n. For syndromes of a vector
+        with m <= n/2 nonzeros, C = Lambda(x) = prod_j (1 - X_j x) and L = m.
+    p : int
+        Odd prime below 2**62.
+
+    Returns
+    -------
+    L : int
+        Linear complexity (length of the shortest recurrence); deg C <= L.
+    """
+    ctx = field_context(p)
+    n = s.shape[0]
+    C = np.zeros(n + 1, dtype=np.int64)
+    B = np.zeros(n + 1, dtype=np.int64)
+    T = np.zeros(n + 1, dtype=np.int64)
+    C[0] = 1
+    B[0] = 1
+    L = 0
+    m = 1
+    inv_b = np.int64(1)
+    lc = 1  # C[lc:] and B[lb:] are zero
+    lb = 1
+    for k in range(n):
+        d = addmod(s[k], dot_reverse(C, 1, s, k - 1, L, ctx), p)
+        if d == 0:
+            m += 1
+            continue
+        coef = mulmod_ctx(d, inv_b, ctx)
+        new_len = max(lc, lb + m)
+        if 2 * L <= k:
+            # T = C - coef x**m B, then B <- C and C <- T
+            T[:lc] = C[:lc]
+            T[lc:new_len] = 0
+            for i in range(lb):
+                T[i + m] = submod(T[i + m], mulmod_ctx(coef, B[i], ctx), p)
+            B, C, T = C, T, B
+            lb = lc
+            lc = new_len
+            L = k + 1 - L
+            inv_b = inverse(d, p)
+            m = 1
+        else:
+            for i in range(lb):
+                C[i + m] = submod(C[i + m], mulmod_ctx(coef, B[i], ctx), p)
+            lc = new_len
+            m += 1
+    lam[:] = 0
+    lam[:L + 1] = C[:L + 1]
+    return L
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _splitmix64(state):
+    """One step of SplitMix64: returns (new state, 64-bit output)."""
+    state = state + np.uint64(0x9E3779B97F4A7C15)
+    z = state
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return state, z ^ (z >> np.uint64(31))
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _div_exact_monic(q, k, u, du, v, ctx):
+    """v[:k - du + 1] = q[:k + 1] / u[:du + 1] for monic u dividing q (long division)."""
+    p = ctx[0]
+    work = q[:k + 1].copy()
+    for i in range(k - du, -1, -1):
+        c = work[i + du]
+        v[i] = c
+        if c != 0:
+            for j in range(du):
+                work[i + j] = submod(work[i + j], mulmod_ctx(c, u[j], ctx), p)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _split_push(h, d, g, pool, offs, degs, sp, top, ctx):
+    """Split h (monic, degree d) with g = (x + a)**((p-1)/2) - 1 mod h into gcd(g, h), h / gcd.
+
+    Pushes the nontrivial factors onto the stack (pool/offs/degs) and returns (sp, top, split?).
+    """
+    u = np.empty(d + 1, dtype=np.int64)
+    du = gcd_into(g, d, h, d + 1, u, ctx)
+    if du <= 0 or du >= d:
+        return sp, top, False
+    v = np.empty(d - du + 1, dtype=np.int64)
+    _div_exact_monic(h, d, u, du, v, ctx)
+    offs[sp] = top
+    degs[sp] = du
+    pool[top:top + du + 1] = u[:du + 1]
+    top += du + 1
+    sp += 1
+    offs[sp] = top
+    degs[sp] = d - du
+    pool[top:top + d - du + 1] = v
+    top += d - du + 1
+    sp += 1
+    return sp, top, True
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def find_roots(f, out, seed, p):
+    """Roots of a polynomial that splits into distinct linear factors over F_p.
+
+    First g = x**((p-1)/2) mod f is computed and x * g**2 = x**p = x mod f is checked, which holds
+    exactly when f divides x**p - x (squarefree, all roots in F_p). The same g splits f into the
+    roots that are squares and those that are not (gcd(g - 1, f)); every factor is then split again
+    by gcd((x + a)**((p-1)/2) - 1, h) for random shifts a (Rabin's equal-degree splitting) until
+    all factors are linear. Expected cost O(M(d) log d log p) with M the Karatsuba product.
+
+    Parameters
+    ----------
+    f : ndarray of shape (n,), int64
+        IN. Coefficients, lowest degree first, degree d = ``degree(f)``.
+    out : ndarray of shape (>= d,), int64
+        OUT. The d roots in increasing order.
+    seed : int
+        Seed of the SplitMix64 stream of shifts a (only the running time depends on it).
+    p : int
+        Odd prime below 2**62.
+
+    Returns
+    -------
+    n_roots : int
+        d on success; ``ROOTS_NOT_SPLIT`` (-1) if f is zero, has a repeated root or an
+        irreducible factor of degree > 1; ``ROOTS_NO_SPLIT_FOUND`` (-2) if splitting failed
+        ``_MAX_SPLIT_ATTEMPTS`` times for one factor.
+    """
+    ctx = field_context(p)
+    d = degree(f, f.shape[0])
+    if d < 0:
+        return ROOTS_NOT_SPLIT
+    if d == 0:
+        return 0
+    inv_lead = inverse(f[d], p)
+    h = np.empty(d + 1, dtype=np.int64)
+    for i in range(d + 1):
+        h[i] = mulmod_ctx(f[i], inv_lead, ctx)
+    n_roots = 0
+    if h[0] == 0:  # the root 0 is not a square or a non-square: take it out first
+        if d >= 2 and h[1] == 0:
+            return ROOTS_NOT_SPLIT
+        out[0] = 0
+        n_roots = 1
+        h = h[1:].copy()
+        d -= 1
+    if d == 0:
+        return n_roots
+    if d == 1:
+        out[n_roots] = submod(0, h[0], p)
+        out[:n_roots + 1] = np.sort(out[:n_roots + 1])
+        return n_roots + 1
+    e = (p - 1) // 2
+    g = np.empty(d, dtype=np.int64)
+    powmod_into(g, 0, e, h, d, g, ctx)
+    chk = np.empty(d, dtype=np.int64)
+    powmod_into(g, -1, 2, h, d, chk, ctx)
+    mul_linear_mod(chk, 0, h, d, ctx)  # x * g**2 = x**p mod h
+    if chk[1] != 1 or chk[0] != 0:
+        return ROOTS_NOT_SPLIT
+    for i in range(2, d):
+        if chk[i] != 0:
+            return ROOTS_NOT_SPLIT
+    pool = np.empty(2 * d + 4, dtype=np.int64)
+    offs = np.empty(d + 2, dtype=np.int64)
+    degs = np.empty(d + 2, dtype=np.int64)
+    sp = 0
+    top = 0
+    g[0] = submod(g[0], 1, p)
+    sp, top, ok = _split_push(h, d, g, pool, offs, degs, sp, top, ctx)
+    if not ok:  # all roots are squares, or none is: start the random splitting from h itself
+        offs[0] = 0
+        degs[0] = d
+        pool[:d + 1] = h
+        top = d + 1
+        sp = 1
+    state = np.uint64(seed)
+    while sp > 0:
+        sp -= 1
+        o = offs[sp]
+        k = degs[sp]
+        top = o
+        q = pool[o:o + k + 1].copy()
+        if k == 1:
+            out[n_roots] = submod(0, q[0], p)
+            n_roots += 1
+            continue
+        gk = np.empty(k, dtype=np.int64)
+        for _ in range(_MAX_SPLIT_ATTEMPTS):
+            state, z = _splitmix64(state)
+            a = np.int64(z % np.uint64(p))
+            powmod_into(gk, a, e, q, k, gk, ctx)
+            gk[0] = submod(gk[0], 1, p)
+            sp, top, ok = _split_push(q, k, gk, pool, offs, degs, sp, top, ctx)
+            if ok:
+                break
+        else:
+            return ROOTS_NO_SPLIT_FOUND
+    out[:n_roots] = np.sort(out[:n_roots])
+    return n_roots
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def forney_magnitudes(s, lam, L, points, out, p):
+    """Error magnitudes by Forney's formula (values of the aggregate, Alg. 2 line 3).
+
+    With S(x) = sum_i s[i] x**i and Omega(x) = S(x) Lambda(x) mod x**L,
+    q_j = -X_j Omega(X_j**-1) / Lambda'(X_j**-1), since S(x) = sum_j q_j / (1 - X_j x).
+
+    Parameters
+    ----------
+    s : ndarray of shape (>= L,), int64
+        IN. Syndromes S_1..S_L (more may follow; they are not read).
+    lam : ndarray of shape (>= L + 1,), int64
+        IN. Locator prod_j (1 - X_j x) from ``berlekamp_massey``.
+    L : int
+        Number of points.
+    points : ndarray of shape (L,), int64
+        IN. The points X_j (nonzero, distinct).
+    out : ndarray of shape (L,), int64
+        OUT. Magnitudes q_j.
+
+    Returns
+    -------
+    status : int
+        -1 on success, else the index j of a point with X_j = 0 or Lambda'(X_j**-1) = 0 (a
+        repeated or foreign root; nothing useful is written).
+    """
+    ctx = field_context(p)
+    if L == 0:
+        return -1
+    omega = np.empty(L, dtype=np.int64)
+    for k in range(L):
+        omega[k] = dot_reverse(lam, 0, s, k, k + 1, ctx)
+    dlam = np.empty(L, dtype=np.int64)
+    for i in range(1, L + 1):
+        dlam[i - 1] = mulmod_ctx(np.int64(i % p), lam[i], ctx)
+    xinv = np.empty(L, dtype=np.int64)
+    bad = batch_inverse_ctx(points, L, xinv, ctx)
+    if bad >= 0:
+        return bad
+    num = np.empty(L, dtype=np.int64)
+    den = np.empty(L, dtype=np.int64)
+    eval_many_ctx(omega, L, xinv, L, num, ctx)
+    eval_many_ctx(dlam, L, xinv, L, den, ctx)
+    bad = batch_inverse_ctx(den, L, den, ctx)
+    if bad >= 0:
+        return bad
+    for j in range(L):
+        v = mulmod_ctx(mulmod_ctx(points[j], num[j], ctx), den[j], ctx)
+        out[j] = submod(0, v, p)
+    return -1
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def solve_transposed_vandermonde(x, b, p):
+    """Solve sum_j y_j x_j**i = b_i (i < m) for many right-hand sides, in place (Bjorck-Pereyra).
+
+    The matrix V[i, j] = x_j**i is the one of Alg. 2 line 3 (unknown magnitudes, known points).
+    This is the dual Bjorck-Pereyra algorithm (Golub and Van Loan, Matrix Computations, Alg. 4.6.2):
+    O(m**2) per right-hand side, with the m(m-1)/2 divisions done once per k by batch inversion and
+    shared by all columns.
+
+    Parameters
+    ----------
+    x : ndarray of shape (m,), int64
+        IN. Distinct nodes.
+    b : ndarray of shape (m, C), int64
+        IN/OUT. Column c holds right-hand side c on entry and solution c on exit.
+    p : int
+        Odd prime below 2**62.
+
+    Returns
+    -------
+    status : int
+        -1 on success; otherwise the nodes are not distinct and ``b`` is garbage.
+    """
+    ctx = field_context(p)
+    m, n_cols = b.shape
+    n = m - 1
+    for k in range(n):
+        xk = x[k]
+        for i in range(n, k, -1):
+            for c in range(n_cols):
+                b[i, c] = submod(b[i, c], mulmod_ctx(xk, b[i - 1, c], ctx), p)
+    diffs = np.empty(max(m, 1), dtype=np.int64)
+    for k in range(n - 1, -1, -1):
+        for i in range(k + 1, n + 1):
+            diffs[i - k - 1] = submod(x[i], x[i - k - 1], p)
+        if batch_inverse_ctx(diffs, n - k, diffs, ctx) >= 0:
+            return k
+        for i in range(k + 1, n + 1):
+            inv = diffs[i - k - 1]
+            for c in range(n_cols):
+                b[i, c] = mulmod_ctx(b[i, c], inv, ctx)
+        for i in range(k, n):
+            for c in range(n_cols):
+                b[i, c] = submod(b[i, c], b[i + 1, c], p)
+    return -1
