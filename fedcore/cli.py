@@ -5,24 +5,9 @@ import time
 
 import numpy as np
 
+from ._mainjob import _progress, _table
+
 __all__ = ["main"]
-
-
-def _progress(i, total, label, stream=sys.stderr):
-    """A one-line progress bar on a terminal; silent when stderr is not a terminal."""
-    if not stream.isatty():
-        return
-    width = 30
-    done = int(width * i / total) if total else width
-    stream.write(f"\r{label} [{'#' * done}{'.' * (width - done)}] {i}/{total}")
-    if i == total:
-        stream.write("\n")
-    stream.flush()
-
-
-def _table(rows):
-    width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
 
 
 def run_unlearning(n_removals=100, seed=0, n_clusters=10, refine=False, out=sys.stdout):
@@ -68,17 +53,36 @@ def run_unlearning(n_removals=100, seed=0, n_clusters=10, refine=False, out=sys.
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="fedcore", description=__doc__)
+    parser = argparse.ArgumentParser(prog="fedcore", description="fedcore command line")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run the main job on the embedded Gaussian dataset")
-    run.add_argument("--n-removals", type=int, default=100, help="points to remove (default 100)")
+    run = sub.add_parser("run", help="the main job: MUFC with exact unlearning on a federated "
+                                     "dataset (default: the embedded Gaussian set)")
+    run.add_argument("--dataset", default="gaussian",
+                     help="MUFC paper shape: gaussian (default), celltype, postures, covtype, "
+                          "femnist, tcga, tmi (synthetic stand-ins)")
+    run.add_argument("--n-clients", type=int, default=None, help="L (default: the paper's)")
+    run.add_argument("--n-clusters", type=int, default=None, help="K (default: the dataset's)")
+    run.add_argument("--client-clusters", type=int, default=5, help="K' (default 5)")
+    run.add_argument("--n-removals", type=int, default=100, help="removal requests (default 100)")
+    run.add_argument("--batch-size", type=int, default=1, help="points per request (default 1)")
+    run.add_argument("--removal", choices=["random", "adversarial"], default="random")
+    run.add_argument("--insecure", action="store_true", help="plaintext sum instead of SCMA")
     run.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    run.add_argument("--n-clusters", type=int, default=10, help="clusters (default 10)")
-    run.add_argument("--refine", action="store_true", help="run Lloyd after seeding")
+    run.add_argument("--plot", metavar="FILE", help="save accumulated removal time (PNG)")
+    run.add_argument("--centralized", action="store_true",
+                     help="run centralized exact-unlearning k-means++ instead of MUFC")
     args = parser.parse_args(argv)
-    if args.n_removals < 0:
-        parser.error(f"argument --n-removals must be >= 0, got {args.n_removals}")
-    run_unlearning(args.n_removals, args.seed, args.n_clusters, args.refine)
+    for name in ("n_removals", "batch_size", "client_clusters"):
+        value = getattr(args, name)
+        if value < (0 if name == "n_removals" else 1):
+            parser.error(f"argument --{name.replace('_', '-')}: invalid value {value}")
+    if args.centralized:
+        run_unlearning(args.n_removals, args.seed, args.n_clusters or 10)
+        return 0
+    from ._mainjob import run_mufc_job
+    run_mufc_job(args.dataset, args.n_clients, args.n_clusters, args.client_clusters,
+                 args.n_removals, args.batch_size, args.removal, not args.insecure, args.seed,
+                 plot=args.plot)
     return 0
 
 

@@ -33,3 +33,36 @@ class PlainAggregator:
         t0 = time.perf_counter()
         bins, counts = sum_sparse(list(vectors.values()))
         return bins, counts, {"client_encode": 0.0, "server_decode": time.perf_counter() - t0}
+
+
+class SCMAAggregator:
+    """Secure aggregation by SCMA (MUFC Alg. 2): the server sees masked syndromes only.
+
+    One :class:`~fedcore.SCMASetup` for the federation: capacity ``client_clusters * n_clients``
+    nonzero bins (every client sends at most K' bins), index space ``[0, n_bins)^d``. Each round
+    (fit, then every removal request) every participant encodes its vector with fresh masks.
+    """
+
+    def __init__(self, n_clients, client_clusters, n_bins, n_dims, rng):
+        from ..secagg import SCMAClient, SCMASetup, SCMAServer
+        self.setup = SCMASetup(n_clients, client_clusters * n_clients, n_dims=n_dims,
+                               bins=n_bins, random_state=rng)
+        self.clients = [SCMAClient(l, self.setup) for l in range(n_clients)]
+        self.server = SCMAServer(self.setup)
+
+    def aggregate(self, vectors, round, ledger):
+        participants = sorted(vectors)
+        messages, encode = {}, 0.0
+        for l in participants:
+            bins, counts = vectors[l]
+            t0 = time.perf_counter()
+            messages[l] = self.clients[l].encode(bins, counts, round=round,
+                                                 participants=participants)
+            encode = max(encode, time.perf_counter() - t0)
+            self.setup.record_message(ledger, round, sender=l, receiver=SERVER)
+        t0 = time.perf_counter()
+        bins, counts = self.server.decode(messages, round=round, participants=participants)
+        decode = time.perf_counter() - t0
+        return (np.asarray(bins, dtype=np.int64).reshape(-1, self.setup.n_dims),
+                np.asarray(counts, dtype=np.int64), {"client_encode": encode,
+                                                     "server_decode": decode})

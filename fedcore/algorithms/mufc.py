@@ -79,6 +79,8 @@ class MUFC(BaseEstimator):
     aggregate_ : tuple (bins (m, d) int64, counts (m,) int64), the decoded sum, sorted
     comm_ : CommLedger
     n_rounds_ : int, aggregation rounds so far (fit is round 0)
+    fit_report_ : MUFCRemovalReport, stage timings of the fit; its ``modeled_latency`` is the
+        complete-retraining latency in the paper's model (slowest client + server)
     """
 
     def __init__(self, n_clusters=8, *, client_clusters=None, gamma="auto", secure=True,
@@ -105,19 +107,24 @@ class MUFC(BaseEstimator):
         self.comm_ = CommLedger()
         self.n_rounds_ = 0
         self._quantizer = self._make_quantizer(federation, rng)
-        self._clients = []
-        for l, (X_l, ids_l) in enumerate(federation):
+        for l, (X_l, _) in enumerate(federation):
             if X_l.shape[0] < self._kp:
                 raise ValueError(f"Client {l} holds {X_l.shape[0]} point(s), fewer than "
                                  f"client_clusters = {self._kp}")
+        self._clients, self._vectors, client_times = [], {}, []
+        for l, (X_l, ids_l) in enumerate(federation):
+            t0 = time.perf_counter()
             self._clients.append(UnlearnableKMeans(self._kp, random_state=client_rngs[l])
                                  .fit(X_l, sample_ids=ids_l))
+            self._vectors[l] = self._client_vector(l)
+            client_times.append(time.perf_counter() - t0)
         self._active = list(range(federation.n_clients))
-        self._vectors = {l: self._client_vector(l) for l in self._active}
-        self._aggregator = (_aggregation.SCMAAggregator if self.secure else _aggregation.PlainAggregator)(
-            federation.n_clients, self._kp, self._quantizer.n_bins, federation.n_features,
-            rng.spawn(1)[0])
-        self._aggregate_and_cluster(recluster=True, timings={})
+        aggregator = _aggregation.SCMAAggregator if self.secure else _aggregation.PlainAggregator
+        self._aggregator = aggregator(federation.n_clients, self._kp, self._quantizer.n_bins,
+                                      federation.n_features, rng.spawn(1)[0])
+        timings = {"client_unlearn": max(client_times)}  # the slowest client's seeding
+        self._aggregate_and_cluster(recluster=True, timings=timings)
+        self.fit_report_ = MUFCRemovalReport(True, True, 0, timings)
         self.n_features_in_ = federation.n_features
         return self
 

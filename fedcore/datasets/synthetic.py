@@ -3,7 +3,7 @@ import numpy as np
 
 from .._validation import check_int, check_random_state, check_scalar, check_sample_weight
 
-__all__ = ["make_gaussian_mixture", "load_gaussian"]
+__all__ = ["make_gaussian_mixture", "load_gaussian", "load_mufc_standin", "MUFC_SHAPES"]
 
 
 def _to_unit_cube(X, *others):
@@ -82,3 +82,35 @@ def load_gaussian(random_state=0):
     """
     return make_gaussian_mixture(30000, 10, 10, cluster_std=float(np.sqrt(0.5)),
                                  random_state=random_state)
+
+
+# The MUFC paper's datasets (Appendix M): n, d, K, cluster sizes (None: equal), clients L.
+MUFC_SHAPES = {
+    "celltype": (12009, 10, 4, (6506, 2328, 2201, 974), 100),
+    "postures": (74975, 15, 5, (19772, 17340, 15141, 12225, 10497), 100),
+    "covtype": (15120, 52, 7, (3742, 3105, 2873, 2307, 1482, 886, 725), 100),
+    "gaussian": (30000, 10, 10, None, 100),
+    "femnist": (36725, 784, 62, tuple(np.linspace(1234, 282, 62).round().astype(int)), 100),
+    "tcga": (1904, 57, 4, (735, 503, 390, 276), 10),
+    "tmi": (1126, 984, 4, (934, 125, 46, 21), 10),
+}
+
+
+def load_mufc_standin(name, cluster_std=0.1, random_state=0):
+    """Synthetic stand-in with the shape of one of the MUFC paper's datasets.
+
+    ``name`` is one of ``MUFC_SHAPES`` (celltype, postures, covtype, gaussian, femnist, tcga, tmi):
+    same n, d, K and cluster sizes as the paper lists (FEMNIST: sizes proportional to an even
+    spread from its largest, 1234, to its smallest, 282, scaled to n); "gaussian" is
+    :func:`load_gaussian`. Returns
+    ``(X, y, n_clients)`` with the paper's number of clients L.
+    """
+    if name not in MUFC_SHAPES:
+        raise ValueError(f"Argument 'name' must be one of {sorted(MUFC_SHAPES)}, got {name!r}")
+    n, d, k, sizes, n_clients = MUFC_SHAPES[name]
+    if name == "gaussian":
+        X, y, _ = load_gaussian(random_state)
+        return X, y, n_clients
+    X, y, _ = make_gaussian_mixture(n, d, k, cluster_std=cluster_std, weights=sizes,
+                                    random_state=random_state)
+    return X, y, n_clients
