@@ -6,7 +6,7 @@ import numpy as np
 from .._validation import (check_array, check_distance_range, check_int, check_random_state,
                            check_sample_weight, check_scalar)
 from ..kernels.distances import assign_nearest, pairwise_sq_distances
-from ..kernels.lloyd import lloyd_iteration_bounded
+from ..kernels.lloyd import half_separation, lloyd_iteration_bounded
 from ..kernels.seeding import (center_gaps, chunk_sums, d2_refresh, d2_update, min_sq_distance,
                                n_chunks, pick_index, pick_product)
 from ._base import BaseEstimator, check_is_fitted
@@ -202,9 +202,9 @@ def _relocate_empty(X, weights, distances, labels, lower, center_sums, weight_su
     moves with its weight out of its old cluster. Modifies the sums in place and resets the moved
     rows' lower bounds.
     """
-    empty = np.flatnonzero(weight_sums == 0.0)
-    if empty.size == 0:
+    if weight_sums.min() > 0.0:
         return
+    empty = np.flatnonzero(weight_sums == 0.0)
     candidates = np.flatnonzero(weights > 0.0)
     order = candidates[np.argsort(-distances[candidates], kind="stable")][:empty.size]
     for j, row in zip(empty, order):
@@ -217,16 +217,6 @@ def _relocate_empty(X, weights, distances, labels, lower, center_sums, weight_su
         weight_sums[j] = w
         labels[row] = j
         lower[row] = 0.0
-
-
-def _half_separation(centers):
-    """Half the distance from each center to its nearest other center (inf when k = 1)."""
-    k = centers.shape[0]
-    if k == 1:
-        return np.full(1, np.inf)
-    gram = ((centers[:, None, :] - centers[None, :, :]) ** 2).sum(axis=2)
-    np.fill_diagonal(gram, np.inf)
-    return 0.5 * np.sqrt(gram.min(axis=1))
 
 
 def _lloyd(X, weights, centers, max_iter, tol):
@@ -248,10 +238,11 @@ def _lloyd(X, weights, centers, max_iter, tol):
     center_sums = np.empty((k, d))
     weight_sums = np.empty(k)
     # Distances are at most 2 sqrt(d) max|coordinate|; rounding in the bounds is far below this.
+    half_sep = np.empty(k)
     margin = 1e-9 * 2.0 * np.sqrt(d) * max(float(np.abs(X).max()), float(np.abs(centers).max()))
     n_iter = 0
     for n_iter in range(1, max_iter + 1):
-        lloyd_iteration_bounded(X, weights, centers, _half_separation(centers), margin, labels,
+        lloyd_iteration_bounded(X, weights, centers, half_separation(centers, half_sep), margin, labels,
                                 lower, distances, center_sums, weight_sums)
         _relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sums)
         new_centers = centers.copy()
@@ -266,7 +257,7 @@ def _lloyd(X, weights, centers, max_iter, tol):
         if shift <= tol:
             break
         labels_old[:] = labels
-    inertia = lloyd_iteration_bounded(X, weights, centers, _half_separation(centers), margin,
+    inertia = lloyd_iteration_bounded(X, weights, centers, half_separation(centers, half_sep), margin,
                                       labels, lower, distances, center_sums, weight_sums)
     return centers, labels, inertia, n_iter
 

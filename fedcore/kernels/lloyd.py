@@ -18,7 +18,7 @@ from .._config import CHUNK_SIZE, NUMBA_CACHE
 from ._parallel import chunked_kernel
 from .distances import row_distances
 
-__all__ = ["lloyd_iteration", "lloyd_iteration_bounded"]
+__all__ = ["lloyd_iteration", "lloyd_iteration_bounded", "half_separation"]
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
@@ -135,3 +135,27 @@ def lloyd_iteration_bounded(X, weights, centers, half_sep, margin, labels, lower
     """
     return _lloyd_chunks(X, weights, centers, half_sep, margin, True, labels, lower, distances,
                          center_sums, weight_sums)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def half_separation(centers, out):
+    """OUT ``out`` float64 (k,): half the distance from each center to its nearest other center
+    (+inf when k = 1), the ``s(c) / 2`` of Hamerly's bound test.
+
+    IN ``centers`` float64 (k, d).
+    """
+    k, d = centers.shape
+    out[:] = np.inf
+    for a in range(k):
+        for b in range(a + 1, k):
+            acc = 0.0
+            for f in range(d):
+                t = centers[a, f] - centers[b, f]
+                acc += t * t
+            if acc < out[a]:
+                out[a] = acc
+            if acc < out[b]:
+                out[b] = acc
+    for a in range(k):
+        out[a] = 0.5 * np.sqrt(out[a])
+    return out
