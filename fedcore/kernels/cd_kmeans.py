@@ -205,6 +205,27 @@ def fair_tables(group_counts, counts, theta, u, rho, fair_scale, base, correctio
             base[w, m] = fair_scale * acc
 
 
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+def _dot4(a, b, m, d):
+    # Four interleaved partial sums (f mod 4), combined as (s0 + s1) + (s2 + s3): a fixed order,
+    # independent of threads, that pipelines and vectorizes without fastmath.
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    f = 0
+    while f + 4 <= d:
+        s0 += a[f] * b[m, f]
+        s1 += a[f + 1] * b[m, f + 1]
+        s2 += a[f + 2] * b[m, f + 2]
+        s3 += a[f + 3] * b[m, f + 3]
+        f += 4
+    while f < d:
+        s0 += a[f] * b[m, f]
+        f += 1
+    return (s0 + s1) + (s2 + s3)
+
+
 def _bcd_row_objectives(X, shift, xx, lo, hi, labels, sums, counts, sqnorms, codes, base,
                         correction, out):
     k, d = sums.shape
@@ -212,15 +233,15 @@ def _bcd_row_objectives(X, shift, xx, lo, hi, labels, sums, counts, sqnorms, cod
     rows = hi - lo
     for c in prange(-(-rows // CHUNK_SIZE)):
         dots = np.empty(k)
+        xc = np.empty(d)
         for i in range(lo + c * CHUNK_SIZE, min(hi, lo + (c + 1) * CHUNK_SIZE)):
             r = labels[i]
             x_sq = xx[i]
             o = i - lo
-            dots[:] = 0.0
             for f in range(d):
-                t = np.float64(X[i, f]) - shift[f]
-                for m in range(k):
-                    dots[m] += t * sums[m, f]
+                xc[f] = np.float64(X[i, f]) - shift[f]
+            for m in range(k):
+                dots[m] = _dot4(xc, sums, m, d)
             for m in range(k):
                 dot = dots[m]
                 n = np.float64(counts[m])
@@ -442,23 +463,21 @@ def apply_moves(X, shift, xx, lo, hi, labels, new_labels, offset, sums, counts, 
     ``sqnorms`` and ``group_counts`` are IN/OUT.
     """
     d = X.shape[1]
+    xc = np.empty(d)
     for i in range(lo, hi):
         r = labels[i]
         s = new_labels[offset + i - lo]
         if s == r:
             continue
-        dot_r = 0.0
-        dot_s = 0.0
         for f in range(d):
-            t = np.float64(X[i, f]) - shift[f]
-            dot_r += t * sums[r, f]
-            dot_s += t * sums[s, f]
+            xc[f] = np.float64(X[i, f]) - shift[f]
+        dot_r = _dot4(xc, sums, r, d)
+        dot_s = _dot4(xc, sums, s, d)
         sqnorms[r] += -2.0 * dot_r + xx[i]
         sqnorms[s] += 2.0 * dot_s + xx[i]
         for f in range(d):
-            t = np.float64(X[i, f]) - shift[f]
-            sums[r, f] -= t
-            sums[s, f] += t
+            sums[r, f] -= xc[f]
+            sums[s, f] += xc[f]
         counts[r] -= 1
         counts[s] += 1
         for a in range(codes.shape[1]):
