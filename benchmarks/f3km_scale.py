@@ -1,0 +1,168 @@
+"""F3KM at scale (the paper's Table 4 setting), Fair-LP side by side, and the paper's quality tables.
+
+    python benchmarks/f3km_scale.py                          # Table 4: n = 50k, 0.5M, 1M, 5M
+    python benchmarks/f3km_scale.py --n 50000 500000 --repeats 3
+    python benchmarks/f3km_scale.py --real                   # Fig. 8/9: Wage, CPS1988 vs Fair-LP
+    python benchmarks/f3km_scale.py --rounds                 # Table 3: rounds vs block size
+
+Table 4 setting: synthetic ``make_fair_blobs`` with d = 53, k = 3, two sensitive attributes with
+5 groups each (10 groups), delta = 0.5, block_size = n/4, the estimator's other defaults
+(max_iter = 100). Each size runs in its own process (so the peak resident memory is that of one
+fit); the time is the median over ``--repeats`` fits after a warm-up on tiny data, and excludes
+data generation. Fair-LP (scipy HiGHS) runs up to ``--fairlp-max-n`` rows with a time limit of
+``--fairlp-time-limit`` seconds; the ratio printed is Fair-LP time / F3KM time (> 1: F3KM faster).
+"""
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def _warm():
+    from fedcore.algorithms.fair import FairKMeans, FairLP
+    from fedcore.datasets.fair import make_fair_blobs
+    w = make_fair_blobs(500, 53, 3, groups_per_attribute=(5, 5), random_state=0)
+    FairKMeans(3, delta=0.5, max_iter=3, random_state=0).fit(w.X, groups=w.groups)
+    FairLP(3, delta=0.5, random_state=0).fit(w.X[:100], groups=[g[:100] for g in w.groups])
+
+
+def one_size(n, repeats, fairlp, time_limit, max_iter):
+    """Run one size in this process; returns a dict of results."""
+    from fedcore.algorithms.fair import FairKMeans, FairLP
+    from fedcore.datasets.fair import make_fair_blobs
+    _warm()
+    data = make_fair_blobs(n, 53, 3, groups_per_attribute=(5, 5), bias=0.5, random_state=0)
+    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    times = []
+    for r in range(repeats):
+        t0 = time.perf_counter()
+        model = FairKMeans(3, delta=0.5, block_size="auto", max_iter=max_iter,
+                           random_state=r).fit(data.X, groups=data.groups)
+        times.append(time.perf_counter() - t0)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    out = {"n": n, "f3km_s": float(np.median(times)), "f3km_iters": model.n_iter_,
+           "f3km_violation": model.violation_, "f3km_min_balance": float(np.nanmin(model.balance_)),
+           "f3km_evaluations": model.n_ranges_, "data_bytes": data.X.nbytes,
+           "peak_rss_bytes": peak, "rss_before_fit_bytes": base_rss}
+    if fairlp:
+        t0 = time.perf_counter()
+        try:
+            lp = FairLP(3, delta=0.5, time_limit=time_limit, random_state=0).fit(
+                data.X, groups=data.groups)
+            out.update(fairlp_s=time.perf_counter() - t0, fairlp_violation=lp.violation_,
+                       fairlp_min_balance=float(np.nanmin(lp.balance_)),
+                       fairlp_sse=lp.inertia_, f3km_sse=model.inertia_)
+        except RuntimeError as exc:
+            out.update(fairlp_s=None, fairlp_error=str(exc)[:120])
+    return out
+
+
+def table4(args):
+    print(f"F3KM (fedcore.FairKMeans) vs Fair-LP, d=53, k=3, 10 groups / 2 attributes, delta=0.5, "
+          f"block n/4, max_iter={args.max_iter}; medians of {args.repeats} fit(s)")
+    header = (f"{'n':>9} {'F3KM s':>8} {'iters':>5} {'viol':>8} {'min bal':>7} {'peak/data':>9} "
+              f"{'FairLP s':>9} {'LP viol':>7} {'LP/F3KM':>7}")
+    print(header)
+    for n in args.n:
+        cmd = [sys.executable, __file__, "--one", str(n), "--repeats", str(args.repeats),
+               "--fairlp-time-limit", str(args.fairlp_time_limit), "--max-iter",
+               str(args.max_iter)]
+        if n <= args.fairlp_max_n:
+            cmd.append("--with-fairlp")
+        res = json.loads(subprocess.run(cmd, check=True, capture_output=True,
+                                        text=True).stdout.strip().splitlines()[-1])
+        lp = res.get("fairlp_s")
+        ratio = f"{lp / res['f3km_s']:7.2f}" if lp else "      -"
+        lp_s = f"{lp:9.1f}" if lp else ("      TLE" if "fairlp_error" in res else "        -")
+        lp_v = f"{res['fairlp_violation']:7.1f}" if lp else "      -"
+        print(f"{n:>9} {res['f3km_s']:8.1f} {res['f3km_iters']:5d} {res['f3km_violation']:8.1f} "
+              f"{res['f3km_min_balance']:7.3f} {res['peak_rss_bytes'] / res['data_bytes']:9.2f} "
+              f"{lp_s} {lp_v} {ratio}", flush=True)
+
+
+def real_tables(args):
+    from fedcore import KMeans, kmeans_plusplus
+    from fedcore.algorithms.cdkm import CDKM
+    from fedcore.algorithms.fair import FairKMeans, FairLP
+    from fedcore.datasets.fair import load_cps1988, load_wage
+    from fedcore.metrics.fairness import balance, relative_error
+    print("Fig. 8/9 setting: delta=0.2, k=4; relative error = SSE / SSE(Lloyd from the same "
+          "k-means++ seeds); min balance over clusters; additive violation (eq. 33)")
+    print(f"{'table':>8} {'seed':>4} {'method':>14} {'rel.err':>7} {'min bal':>7} {'viol':>6} "
+          f"{'s':>6}")
+    for name, data in (("wage", load_wage()), ("cps1988", load_cps1988())):
+        X, g = data.X, data.groups
+        for seed in range(args.seeds):
+            centers, _ = kmeans_plusplus(X, 4, random_state=seed)
+            lloyd = KMeans(4, init=centers, tol=0.0).fit(X)
+            rows = [("Lloyd", lloyd.labels_, 0.0, None), ]
+            t0 = time.perf_counter()
+            cd = CDKM(4, random_state=seed).fit(X)
+            rows.append(("CDKM", cd.labels_, time.perf_counter() - t0, None))
+            for rho in (1.0, 10.0):
+                t0 = time.perf_counter()
+                m = FairKMeans(4, delta=0.2, rho=rho, random_state=seed).fit(X, groups=g)
+                rows.append((f"F3KM rho={rho:g}", m.labels_, time.perf_counter() - t0,
+                             m.violation_))
+            t0 = time.perf_counter()
+            lp = FairLP(4, delta=0.2, random_state=seed).fit(X, groups=g)
+            rows.append(("Fair-LP", lp.labels_, time.perf_counter() - t0, lp.violation_))
+            from fedcore.metrics.fairness import additive_violation
+            for method, labels, secs, viol in rows:
+                viol = additive_violation(labels, g, delta=0.2) if viol is None else viol
+                print(f"{name:>8} {seed:>4} {method:>14} "
+                      f"{relative_error(X, labels, lloyd.labels_):7.3f} "
+                      f"{np.nanmin(balance(labels, g, 4)):7.3f} {viol:6.2f} {secs:6.2f}",
+                      flush=True)
+
+
+def rounds(args):
+    from fedcore import VerticalFederation, KMeans, kmeans_plusplus
+    from fedcore.algorithms.fair import FairKMeans
+    from fedcore.datasets.fair import load_cps1988
+    from fedcore.metrics.fairness import relative_error
+    data = load_cps1988()
+    X, g = data.X, data.groups
+    vfed = VerticalFederation.from_columns(X, [3, 2], groups=[[g[0]], [g[1]]])
+    centers, _ = kmeans_plusplus(X, 4, random_state=0)
+    lloyd = KMeans(4, init=centers, tol=0.0).fit(X)
+    print(f"Table 3 setting on CPS1988 (n={X.shape[0]}, 2 parties): k=4, delta=0.2, "
+          f"max_iter=50; rounds recorded by the ledger")
+    print(f"{'n_b':>6} {'rounds':>9} {'iters':>5} {'rounds/iter':>11} {'rel.err':>7}")
+    for nb in args.block_sizes:
+        m = FairKMeans(4, delta=0.2, block_size=nb, max_iter=50, random_state=0).fit(vfed)
+        print(f"{nb:>6} {m.comm_.n_rounds:>9} {m.n_iter_:>5} {m.comm_.n_rounds / m.n_iter_:11.1f} "
+              f"{relative_error(X, m.labels_, lloyd.labels_):7.3f}", flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, nargs="+", default=[50_000, 500_000, 1_000_000, 5_000_000])
+    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--max-iter", type=int, default=100)
+    p.add_argument("--fairlp-max-n", type=int, default=500_000)
+    p.add_argument("--fairlp-time-limit", type=float, default=1800.0)
+    p.add_argument("--real", action="store_true")
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--rounds", action="store_true")
+    p.add_argument("--block-sizes", type=int, nargs="+", default=[1, 200, 500, 1000, 5000, 10000])
+    p.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--with-fairlp", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.one:
+        print(json.dumps(one_size(args.one, args.repeats, args.with_fairlp,
+                                  args.fairlp_time_limit, args.max_iter)))
+    elif args.real:
+        real_tables(args)
+    elif args.rounds:
+        rounds(args)
+    else:
+        table4(args)
+
+
+if __name__ == "__main__":
+    main()
