@@ -22,7 +22,7 @@ __all__ = [
     "MERSENNE_61", "MAX_PRIME", "is_prime", "field_context", "mulmod", "mulmod_ctx", "powmod",
     "powmod_ctx", "inverse", "batch_inverse", "batch_inverse_ctx", "addmod", "submod", "mac",
     "reduce_wide", "accumulation_limit", "dot_forward", "dot_reverse", "add_into", "sub_into",
-    "scale_into",
+    "scale_into", "mul_into",
 ]
 
 MERSENNE_61 = (1 << 61) - 1
@@ -360,3 +360,13 @@ def scale_into(acc, c, p):
     a = acc.reshape(-1)
     for i in range(a.shape[0]):
         a[i] = mulmod_ctx(a[i], c, ctx)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def mul_into(acc, x, p):
+    """acc[i] = acc[i] * x[i] mod p, in place (int64 arrays of equal size, entries in [0, p))."""
+    ctx = field_context(p)
+    a = acc.reshape(-1)
+    b = x.reshape(-1)
+    for i in range(a.shape[0]):
+        a[i] = mulmod_ctx(a[i], b[i], ctx)

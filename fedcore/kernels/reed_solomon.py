@@ -59,29 +59,37 @@ def power_sums(points, weights, start, out, p):
     ctx = field_context(p)
     n_channels, n_points = weights.shape
     n = out.shape[1]
-    lim = accumulation_limit(ctx)
-    pw = np.empty(n_points, dtype=np.int64)
+    # Powers V[j, i] = X_j**(start + i) once, then each channel is a sum of scaled rows kept in
+    # 128-bit accumulators (reduced every ``accumulation_limit - 1`` rows): no per-entry reduction.
+    V = np.empty((n_points, n), dtype=np.int64)
     for j in range(n_points):
-        pw[j] = powmod_ctx(points[j], start, ctx)
-    for i in range(n):
-        for c in range(n_channels):
-            total = np.int64(0)
-            j0 = 0
-            while j0 < n_points:
-                j1 = min(n_points, j0 + lim)
-                hi = np.uint64(0)
-                lo = np.uint64(0)
-                for j in range(j0, j1):
-                    ua = np.uint64(weights[c, j])
-                    ub = np.uint64(pw[j])
-                    pl = ua * ub
-                    lo += pl
-                    hi += _mulhi(ua, ub) + np.uint64(lo < pl)
-                total = addmod(total, reduce_wide(hi, lo, ctx), p)
-                j0 = j1
-            out[c, i] = total
+        v = powmod_ctx(points[j], start, ctx)
+        for i in range(n):
+            V[j, i] = v
+            v = mulmod_ctx(v, points[j], ctx)
+    hi = np.empty(n, dtype=np.uint64)
+    lo = np.empty(n, dtype=np.uint64)
+    lim = accumulation_limit(ctx) - 1
+    for c in range(n_channels):
+        hi[:] = 0
+        lo[:] = 0
+        since = 0
         for j in range(n_points):
-            pw[j] = mulmod_ctx(pw[j], points[j], ctx)
+            if since == lim:
+                for i in range(n):
+                    lo[i] = np.uint64(reduce_wide(hi[i], lo[i], ctx))
+                    hi[i] = 0
+                since = 0
+            ua = np.uint64(weights[c, j])
+            for i in range(n):
+                ub = np.uint64(V[j, i])
+                pl = ua * ub
+                t = lo[i] + pl
+                lo[i] = t
+                hi[i] += _mulhi(ua, ub) + np.uint64(t < pl)
+            since += 1
+        for i in range(n):
+            out[c, i] = reduce_wide(hi[i], lo[i], ctx)
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)

@@ -1,0 +1,406 @@
+"""Public parameters of SCMA: field, index space, capacity, shards, hash keys and pairwise seeds."""
+import math
+
+import numpy as np
+from scipy.stats import binom
+
+from .._validation import check_int, check_random_state, check_scalar
+from ..kernels.field import MAX_PRIME, MERSENNE_61, is_prime
+from ..kernels.polynomial import poly_eval_rows
+
+__all__ = ["SCMASetup"]
+
+_AUTO_SHARD_LOAD = 256      # expected nonzero bins per shard when sharding is automatic
+_AUTO_SHARD_ABOVE = 512     # automatic sharding starts above this capacity
+
+
+def _splitmix64(x):
+    """SplitMix64 finaliser on uint64 arrays (wrapping arithmetic)."""
+    z = x + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def shard_capacity_for(capacity, n_shards, overflow_probability):
+    """Smallest per-shard capacity s with n_shards * P[Binomial(capacity, 1/n_shards) > s] <= bound.
+
+    With at most ``capacity`` distinct nonzero bins hashed independently and uniformly to
+    ``n_shards`` shards, this union bound is the probability that some shard overflows.
+    """
+    if n_shards == 1:
+        return capacity
+    s = int(math.ceil(capacity / n_shards))
+    while s < capacity and n_shards * binom.sf(s, capacity, 1.0 / n_shards) > overflow_probability:
+        s += 1
+    return s
+
+
+class SCMASetup:
+    """Public parameters and pairwise seeds of secure compressed multiset aggregation (SCMA).
+
+    SCMA (MUFC paper, Section 4.1, Alg. 2) lets ``n_clients`` clients send the server the exact
+    sum of their sparse non-negative integer vectors (bins -> counts) while the server learns
+    nothing else: each client sends power-sum syndromes S_i = sum_j q_j X_j**(i-1) of its vector,
+    masked by pairwise zero-sum noise; the server adds the messages and decodes the sum with
+    Berlekamp-Massey, root finding and Forney's formula (Reed-Solomon decoding).
+
+    Parameters
+    ----------
+    n_clients : int
+        Number of clients L (ids 0 .. L-1).
+    capacity : int
+        Largest number t of distinct nonzero bins in the *sum* (the paper takes t = K L).
+    prime : int, default 2**61 - 1
+        Odd prime p < 2**62 defining the field F_p.
+    index_space : int, optional
+        Bins are integers in [0, index_space) (index_space <= 2**63). Give either this or
+        ``n_dims`` and ``bins``.
+    n_dims, bins : int, optional
+        Bins are integer coordinates in [0, bins)**n_dims (e.g. quantisation cells).
+    check_syndromes : int, default 2
+        Extra syndromes c per shard that the decoded vector must reproduce.
+    max_count : int, optional
+        Largest count of a bin in the sum, at most p - 1. Clients reject larger counts and the
+        server rejects decoded counts outside [1, max_count]. Default ``(p - 1) // n_clients``
+        (at least 1), which makes wrap-around modulo p impossible (``wraparound_safe``).
+    n_shards : int, optional
+        Number of shards G. Each bin belongs to one shard by a public keyed hash and each shard
+        has its own syndromes, so decoding costs G times a problem of size ``shard_capacity``
+        instead of one problem of size t (about linear in t instead of quadratic). Default: 1 up
+        to capacity 512, else ceil(capacity / 256).
+    overflow_probability : float, default 1e-9
+        Bound on the probability that some shard receives more than ``shard_capacity`` of t
+        nonzero bins (bins hashed independently of the key). Overflow is detected and raised.
+    random_state : None, int or numpy.random.Generator
+        Source of the pairwise seeds, the setup nonce and the hash keys.
+
+    Attributes
+    ----------
+    hashed : bool
+        False when the index space has fewer than p bins: bin j (row-major flat index for
+        coordinates) is the evaluation point X = j + 1, as in the paper. True otherwise: a bin
+        maps to X = 1 + (h mod (p - 1)), h = b + sum_k u_k a**(k+1) mod p, where u_k are its packed
+        coordinate chunks and (a, b) a public random key; the message then also carries
+        ``n_chunks`` coordinate channels (syndromes of q_j * u_jk) from which the server
+        recovers each bin's coordinates and checks them against the hash.
+    n_chunks, coords_per_chunk : int
+        Coordinate channels per shard and coordinates packed in each (g = largest integer with
+        bins**g <= p; chunk value sum_t c_t bins**t < p). 0 chunks when not hashed. For an integer
+        index space above p the index is split into ``coords_per_chunk = 1`` digits of
+        p.bit_length() - 1 bits.
+    shard_capacity : int
+        Per-shard capacity t_s (= capacity without sharding).
+    message_length : int
+        Field elements per client message, ``n_shards * (2 t_s + c + n_chunks * t_s)``.
+    bits_per_element, message_bits : int
+        ceil(log2 p) and ``message_length * bits_per_element``. The paper's bound is
+        2 t ceil(log2 p') bits with p' >= max(n, bins**n_dims), i.e. 2 t n_dims log2(bins) bits
+        for large index spaces; hashing replaces it by about t (2 log2 p + n_dims log2 bins).
+    false_accept_bound : float
+        Heuristic probability that inconsistent syndromes (over-capacity or corrupted input)
+        pass every check: n_shards * (t_s / p)**c. With c = 0 only the structural checks remain.
+    collision_bound : float
+        Probability bound that two of t distinct bins share an evaluation point
+        (t (t - 1) / 2 * 3 n_chunks / (p - 1)); such a collision is detected at decode.
+    wraparound_safe : bool
+        True when n_clients * max_count < p, so no aggregate count can wrap around modulo p
+        (given that clients reject counts above max_count).
+    """
+
+    def __init__(self, n_clients, capacity, *, prime=MERSENNE_61, index_space=None, n_dims=None,
+                 bins=None, check_syndromes=2, max_count=None, n_shards=None,
+                 overflow_probability=1e-9, random_state=None):
+        self.n_clients = check_int(n_clients, "n_clients", min_value=1)
+        self.capacity = check_int(capacity, "capacity", min_value=1)
+        self.prime = p = check_int(prime, "prime", min_value=3, max_value=MAX_PRIME - 1)
+        if not is_prime(p):
+            raise ValueError(f"Argument 'prime' must be a prime number, got {p}")
+        self.check_syndromes = check_int(check_syndromes, "check_syndromes", min_value=0)
+        if max_count is None:
+            max_count = max(1, (p - 1) // self.n_clients)
+        self.max_count = check_int(max_count, "max_count", min_value=1, max_value=p - 1)
+        self.overflow_probability = check_scalar(overflow_probability, "overflow_probability",
+                                                 min_value=0.0, max_value=1.0, include_min=False)
+        self._init_space(index_space, n_dims, bins)
+        if n_shards is None:
+            n_shards = 1 if self.capacity <= _AUTO_SHARD_ABOVE else \
+                math.ceil(self.capacity / _AUTO_SHARD_LOAD)
+        self.n_shards = check_int(n_shards, "n_shards", min_value=1)
+        self.shard_capacity = shard_capacity_for(self.capacity, self.n_shards,
+                                                 self.overflow_probability)
+        t_s, c = self.shard_capacity, self.check_syndromes
+        self.count_length = 2 * t_s + c
+        self.shard_length = self.count_length + self.n_chunks * t_s
+        self.message_length = self.n_shards * self.shard_length
+        self.bits_per_element = (p - 1).bit_length()
+        self.message_bits = self.message_length * self.bits_per_element
+        self.false_accept_bound = min(1.0, self.n_shards * (t_s / p) ** c)
+        self.collision_bound = min(1.0, self.capacity * (self.capacity - 1) / 2
+                                   * 3 * self.n_chunks / (p - 1)) if self.hashed else 0.0
+        self.wraparound_safe = self.n_clients * self.max_count < p
+        self._rekey(random_state)
+
+    # ------------------------------------------------------------------ construction helpers
+    def _init_space(self, index_space, n_dims, bins):
+        p = self.prime
+        if index_space is not None:
+            if n_dims is not None or bins is not None:
+                raise ValueError("Give either 'index_space' or 'n_dims' and 'bins', got "
+                                 f"index_space={index_space!r}, n_dims={n_dims!r}, bins={bins!r}")
+            self.index_space = check_int(index_space, "index_space", min_value=1,
+                                         max_value=2**63)
+            self.n_dims, self.bins, self.coordinates = None, None, False
+            size = self.index_space
+            self.hashed = size > p - 1
+            if self.hashed:
+                self._digit_bits = (p.bit_length() - 1)
+                self._radix = 1 << self._digit_bits
+                self._n_coords = max(1, -(-(size - 1).bit_length() // self._digit_bits))
+                self.coords_per_chunk = 1
+        else:
+            if n_dims is None or bins is None:
+                raise ValueError("Give either 'index_space' or both 'n_dims' and 'bins', got "
+                                 f"n_dims={n_dims!r}, bins={bins!r}")
+            self.n_dims = check_int(n_dims, "n_dims", min_value=1)
+            self.bins = check_int(bins, "bins", min_value=1)
+            self.index_space = None
+            self.coordinates = True
+            size = self.bins ** self.n_dims
+            self.hashed = size > p - 1
+            if self.hashed:
+                if self.bins > p:
+                    raise ValueError(f"Argument 'bins' must be <= prime ({p}) for an index space "
+                                     f"of {self.bins}**{self.n_dims} >= p bins, got {self.bins}")
+                self._radix = self.bins
+                self._n_coords = self.n_dims
+                g = 1
+                while self.bins ** (g + 1) <= p and g < self.n_dims:
+                    g += 1
+                self.coords_per_chunk = g
+        self.space_size = size
+        if self.hashed:
+            self.n_chunks = -(-self._n_coords // self.coords_per_chunk)
+        else:
+            self.coords_per_chunk = 0
+            self.n_chunks = 0
+
+    def _rekey(self, random_state):
+        rng = check_random_state(random_state)
+        words = rng.integers(0, 2**63, size=6, dtype=np.int64)
+        self._master_seed = (int(words[0]) << 63) | int(words[1])
+        self.nonce = int(words[2])
+        self.hash_key = (1 + int(words[3]) % (self.prime - 1), int(words[4]) % self.prime)
+        self.shard_key = int(words[5])
+
+    def rekeyed(self, random_state=None):
+        """A copy with fresh hash keys, shard key, nonce and pairwise seeds (e.g. after a hash
+        collision or shard overflow). Clients and server must be rebuilt from the new setup."""
+        new = object.__new__(SCMASetup)
+        new.__dict__.update(self.__dict__)
+        new._rekey(random_state)
+        return new
+
+    def pair_seed(self, a, b):
+        """128-bit seed shared by clients a < b (simulates a key exchange between them)."""
+        ss = np.random.SeedSequence(entropy=self._master_seed, spawn_key=(int(a), int(b)))
+        w = ss.generate_state(4, dtype=np.uint32)
+        return int(w[0]) | (int(w[1]) << 32) | (int(w[2]) << 64) | (int(w[3]) << 96)
+
+    def __repr__(self):
+        space = (f"index_space={self.index_space}" if not self.coordinates
+                 else f"n_dims={self.n_dims}, bins={self.bins}")
+        return (f"SCMASetup(n_clients={self.n_clients}, capacity={self.capacity}, "
+                f"prime={self.prime}, {space}, n_shards={self.n_shards}, "
+                f"shard_capacity={self.shard_capacity}, message_length={self.message_length})")
+
+    # ------------------------------------------------------------------ ledger
+    def record_message(self, ledger, round, client_id):
+        """Record one client message (elements and bits) in a ``CommLedger``."""
+        ledger.record(round, sender=int(client_id), receiver="server", kind="scma_syndromes",
+                      n_elements=self.message_length, bits_per_element=self.bits_per_element)
+
+    # ------------------------------------------------------------------ validation
+    def check_participants(self, participants, client_id=None):
+        """Sorted tuple of distinct participant ids (all clients when None)."""
+        if participants is None:
+            return tuple(range(self.n_clients))
+        if isinstance(participants, (str, bytes)) or not hasattr(participants, "__iter__"):
+            raise TypeError("Argument 'participants' must be a sequence of client ids, got "
+                            f"{type(participants).__name__}")
+        ids = []
+        for v in participants:
+            ids.append(check_int(v, "participants", min_value=0, max_value=self.n_clients - 1))
+        out = tuple(sorted(set(ids)))
+        if len(out) != len(ids):
+            raise ValueError(f"Argument 'participants' repeats a client id: {list(participants)}")
+        if not out:
+            raise ValueError("Argument 'participants' must name at least one client, got []")
+        if client_id is not None and client_id not in out:
+            raise ValueError(f"Argument 'participants' must contain the encoding client "
+                             f"{client_id}, got {list(out)}")
+        return out
+
+    def canonical_bins(self, bins, counts):
+        """Validate a client vector; return (bins, counts) with repeats merged and zeros dropped.
+
+        ``bins`` is an int64 array of shape (K,) (index space) or (K, n_dims) (coordinates).
+        """
+        counts_arr = np.asarray(counts)
+        if counts_arr.ndim != 1:
+            raise ValueError(f"Argument 'counts' must be 1-D, got shape {counts_arr.shape}")
+        if counts_arr.size and counts_arr.dtype.kind not in "iu":
+            raise TypeError(f"Argument 'counts' must hold integers, got dtype {counts_arr.dtype}")
+        k = counts_arr.shape[0]
+        arr = np.asarray(bins)
+        shape = (k, self.n_dims) if self.coordinates else (k,)
+        name = "coordinates" if self.coordinates else "indices"
+        if arr.size == 0 and k == 0:
+            arr = np.zeros(shape, dtype=np.int64)
+        if arr.shape != shape:
+            raise ValueError(f"Argument 'indices' must have shape {shape} ({name} of the "
+                             f"{k} counts), got {arr.shape}")
+        if arr.size and arr.dtype.kind not in "iu":
+            raise TypeError(f"Argument 'indices' must hold integers, got dtype {arr.dtype}")
+        if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
+            raise ValueError(f"Argument 'indices' has a value above 2**63 - 1: {arr.max()}")
+        arr = arr.astype(np.int64)
+        if (counts_arr < 0).any():
+            i = int(np.argmax(counts_arr < 0))
+            raise ValueError(f"Argument 'counts' must be non-negative, got {counts_arr[i]} at "
+                             f"index {i}")
+        upper = self.bins if self.coordinates else self.index_space
+        if arr.size and (arr.min() < 0 or arr.max() >= upper):
+            bad = np.argwhere((arr < 0) | (arr >= upper))[0]
+            raise ValueError(f"Argument 'indices' must lie in [0, {upper}), got "
+                             f"{arr[tuple(bad)]} at index {tuple(int(b) for b in bad)}")
+        big = counts_arr > self.max_count
+        if big.any():
+            i = int(np.argmax(big))
+            raise ValueError(f"Argument 'counts' must be <= max_count={self.max_count}, got "
+                             f"{counts_arr[i]} at index {i}")
+        keep = counts_arr != 0
+        arr, cnt = arr[keep], counts_arr[keep].astype(np.int64)
+        if arr.shape[0] > 1:
+            first = {}  # bin (as bytes) -> position of its first occurrence
+            for i in range(arr.shape[0]):
+                first.setdefault(arr[i].tobytes(), i)
+            if len(first) < arr.shape[0]:
+                merged = {}
+                for i in range(arr.shape[0]):
+                    key = arr[i].tobytes()
+                    merged[key] = merged.get(key, 0) + int(cnt[i])
+                if max(merged.values()) > self.max_count:
+                    raise ValueError(f"Argument 'counts': a repeated bin sums to "
+                                     f"{max(merged.values())} > max_count={self.max_count}")
+                keep = sorted(first.values())
+                arr = arr[keep]
+                cnt = np.array([merged[arr[i].tobytes()] for i in range(len(keep))],
+                               dtype=np.int64)
+        if arr.shape[0] > self.capacity:
+            raise ValueError(f"The client vector has {arr.shape[0]} nonzero bins, more than the "
+                             f"capacity {self.capacity} of the sum")
+        return arr, cnt
+
+    # ------------------------------------------------------------------ bins <-> points
+    def pack(self, bins):
+        """Coordinate chunks u of shape (K, n_chunks), int64 in [0, p) (hashed spaces only)."""
+        k = bins.shape[0]
+        if not self.coordinates:
+            digits = np.empty((k, self._n_coords), dtype=np.int64)
+            mask = np.int64(self._radix - 1)
+            for i in range(self._n_coords):
+                digits[:, i] = (bins >> np.int64(i * self._digit_bits)) & mask
+            return digits
+        g, n = self.coords_per_chunk, self.n_chunks
+        padded = np.zeros((k, n * g), dtype=np.int64)
+        padded[:, :self.n_dims] = bins
+        weights = np.array([self.bins ** t for t in range(g)], dtype=np.int64)
+        return padded.reshape(k, n, g) @ weights
+
+    def unpack(self, chunks):
+        """Inverse of ``pack``; returns (bins, ok) where ok flags rows whose chunks are in range."""
+        m = chunks.shape[0]
+        if not self.coordinates:
+            w = self._digit_bits
+            top_bits = (self.index_space - 1).bit_length() - w * (self._n_coords - 1)
+            ok = (chunks < self._radix).all(axis=1) & ((chunks[:, -1] >> np.int64(top_bits)) == 0)
+            c = np.where(ok[:, None], chunks, 0)
+            idx = np.zeros(m, dtype=np.int64)
+            for i in range(self._n_coords):
+                idx |= c[:, i] << np.int64(i * w)
+            if self.index_space < 2**63:
+                ok &= idx < self.index_space
+            return np.where(ok, idx, 0), ok
+        g, n, d, B = self.coords_per_chunk, self.n_chunks, self.n_dims, self.bins
+        coords = np.zeros((m, n * g), dtype=np.int64)
+        rest = chunks.copy()
+        for t in range(g):
+            coords[:, t::g] = rest % B
+            rest //= B
+        ok = (rest == 0).all(axis=1) & (coords[:, d:] == 0).all(axis=1)
+        return coords[:, :d], ok
+
+    def points_of(self, bins):
+        """Evaluation points X (int64 in [1, p)) and chunks (or None) of validated bins."""
+        if not self.hashed:
+            if self.coordinates:
+                flat = np.zeros(bins.shape[0], dtype=np.int64)
+                for t in range(self.n_dims):
+                    flat = flat * self.bins + bins[:, t]
+            else:
+                flat = bins
+            return flat + 1, None
+        chunks = self.pack(bins)
+        return self.hash_chunks(chunks), chunks
+
+    def hash_chunks(self, chunks):
+        """X = 1 + (h mod (p - 1)) with h = b + sum_k u_k a**(k+1) mod p (universal hash)."""
+        a, b = self.hash_key
+        rows = np.empty((chunks.shape[0], self.n_chunks + 1), dtype=np.int64)
+        rows[:, 0] = b
+        rows[:, 1:] = chunks
+        h = np.empty(chunks.shape[0], dtype=np.int64)
+        poly_eval_rows(rows, a, h, self.prime)
+        return 1 + h % (self.prime - 1)
+
+    def bins_of_points(self, points):
+        """Bins of decoded points in direct (non-hashed) mode, and a validity mask."""
+        flat = points - 1
+        ok = (flat >= 0) & (flat < self.space_size)
+        flat = np.where(ok, flat, 0)
+        if not self.coordinates:
+            return flat, ok
+        coords = np.empty((flat.shape[0], self.n_dims), dtype=np.int64)
+        for t in range(self.n_dims - 1, -1, -1):
+            coords[:, t] = flat % self.bins
+            flat = flat // self.bins
+        return coords, ok
+
+    def sort_order(self, bins, points):
+        """Permutation sorting decoded bins (lexicographically for coordinates)."""
+        if not self.coordinates:
+            return np.argsort(bins, kind="stable")
+        if not self.hashed:
+            return np.argsort(points, kind="stable")  # row-major flat index + 1
+        # Big-endian chunks (first coordinate most significant) order like the coordinate rows;
+        # sort on the shortest prefix of chunk columns that already separates all rows.
+        g, n, B = self.coords_per_chunk, self.n_chunks, self.bins
+        padded = np.zeros((bins.shape[0], n * g), dtype=np.int64)
+        padded[:, :self.n_dims] = bins
+        keys = padded.reshape(-1, n, g) @ np.array([B ** (g - 1 - t) for t in range(g)],
+                                                    dtype=np.int64)
+        width = 1
+        while True:
+            order = np.lexsort(keys[:, :width].T[::-1])
+            srt = keys[order, :width]
+            if width >= n or not (srt[1:] == srt[:-1]).all(axis=1).any():
+                return np.lexsort(keys.T[::-1]) if width >= n else order
+            width *= 2
+
+    def shard_of(self, points):
+        """Shard of each evaluation point: SplitMix64(X xor shard_key) mod n_shards."""
+        if self.n_shards == 1:
+            return np.zeros(points.shape[0], dtype=np.int64)
+        z = _splitmix64(points.astype(np.uint64) ^ np.uint64(self.shard_key))
+        return (z % np.uint64(self.n_shards)).astype(np.int64)
