@@ -143,7 +143,8 @@ def test_version_1_with_one_client_is_fuzzy_c_means():
     X, _, _ = make_stochastic_ball(150, 2, 3, separation=10.0, random_state=0)
     model = FFCM(3, version=1, n_rounds=2, random_state=0).fit([X])
     start = model.history_[0]
-    np.testing.assert_array_equal(model.cluster_centers_, fuzzy_c_means(X, start)[0])
+    # Equal up to the rounding of w * v / w in the weighted average.
+    np.testing.assert_allclose(model.cluster_centers_, fuzzy_c_means(X, start)[0], rtol=1e-12)
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -155,11 +156,11 @@ def test_ffcm_recovers_separated_centers_and_counts_rounds(version):
     assert model.comm_.n_rounds == 5
     summary = model.comm_.summary()
     assert summary["down"]["elements"] == 4 * M * k * d
-    assert summary["up"]["elements"] == M * 2 * d + 4 * M * k * (d + 1)
+    assert summary["up"]["elements"] == M * k * d + 4 * M * k * (d + 1)
     again = FFCM(3, version=version, n_rounds=4, random_state=1, n_jobs=1).fit(fed)
     np.testing.assert_array_equal(again.cluster_centers_, model.cluster_centers_)
-    if version == 2:  # k-means on well-separated local centers finds every ball
-        assert fedcore.metrics.center_distance(model.cluster_centers_, theta) < 1.0
+    # Well-separated balls: the k-means++ start over client centroids finds every ball.
+    assert fedcore.metrics.center_distance(model.cluster_centers_, theta) < 1.0
 
 
 @pytest.mark.parametrize("kwargs, exc, match", [

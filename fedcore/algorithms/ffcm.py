@@ -15,8 +15,9 @@ from .._config import CHUNK_SIZE, NUMBA_CACHE
 from .._validation import check_int, check_random_state, check_scalar
 from ..federation.ledger import SERVER, CommLedger
 from ._base import BaseEstimator
-from .feca import check_federation, predict_nearest, run_clients, single_threaded_kernels
-from .kmeans import KMeans
+from .feca import (_client_seeds, check_federation, client_kmeans, predict_nearest, run_clients,
+                   single_threaded_kernels)
+from .kmeans import KMeans, kmeans_plusplus
 
 __all__ = ["FFCM", "FFCMResult", "ffcm", "fcm_statistics", "fuzzy_c_means"]
 
@@ -138,17 +139,24 @@ def ffcm(federation, n_clusters, *, version=1, n_rounds=10, fuzziness=2.0, max_i
     fed = check_federation(federation, 1)
     rng = check_random_state(random_state)
     d = fed.n_features
+    if fed.n_samples < k:
+        raise ValueError(f"Argument 'n_clusters'={k} exceeds the {fed.n_samples} points of the "
+                         "federation")
     comm = CommLedger()
-    # Round 0: clients report their per-feature ranges; the server draws the initial centers
-    # uniformly in the bounding box (the server never sees a data point).
-    low = np.full(d, np.inf)
-    high = np.full(d, -np.inf)
-    for l in range(fed.n_clients):
+    # Round 0 (initialization): each client sends the centroids of one k-means run on its data;
+    # the server seeds the global centers by k-means++ over them (it never sees a data point).
+    seeds = _client_seeds(rng, fed.n_clients)
+
+    def initial(l):
         X, _ = fed.client(l)
-        low = np.minimum(low, X.min(axis=0))
-        high = np.maximum(high, X.max(axis=0))
-        comm.record(0, sender=l, receiver=SERVER, kind="feature ranges", n_elements=2 * d)
-    centers = low + rng.random((k, d)) * (high - low)
+        return client_kmeans(X, min(k, X.shape[0]), random_state=np.random.default_rng(seeds[l]))[0]
+
+    starts = run_clients(initial, fed.n_clients, n_jobs)
+    for l, C in enumerate(starts):
+        comm.record(0, sender=l, receiver=SERVER, kind="initial centroids", n_elements=C.size)
+    with single_threaded_kernels():
+        centers, _ = kmeans_plusplus(np.concatenate(starts), k, random_state=rng)
+    centers = np.asarray(centers, dtype=np.float64)
     history = []
     for t in range(1, n_rounds + 1):
         # Drawn here, one per round, so the first rounds do not depend on n_rounds.
@@ -188,8 +196,9 @@ def ffcm(federation, n_clusters, *, version=1, n_rounds=10, fuzziness=2.0, max_i
 class FFCM(BaseEstimator):
     """Federated fuzzy c-means (Stallmann & Wilbik 2022), ``version=1`` or ``version=2``.
 
-    Round 0: each client sends its per-feature minima and maxima; the server draws the initial
-    ``n_clusters`` centers uniformly in the resulting bounding box. Rounds ``1..n_rounds``: the
+    Round 0 (initialization, where the FFCM paper leaves the choice open): each client sends the
+    centroids of one k-means run on its data (``min(n_clusters, n_l)`` of them); the server seeds
+    the ``n_clusters`` global centers by k-means++ over all of them. Rounds ``1..n_rounds``: the
     server sends the global centers; each client runs fuzzy c-means (fuzzifier ``fuzziness``) from
     them to convergence (``max_iter``, ``tol``) and sends its local centers ``v_jl`` and weights
     ``w_jl = sum_i u_ij^m``; the server computes
@@ -216,8 +225,9 @@ class FFCM(BaseEstimator):
     ----------
     cluster_centers_ : ndarray of shape (n_clusters, n_features)
     history_ : list of ndarray, the global centers after each round
-    comm_ : CommLedger, ``n_rounds + 1`` rounds (round 0: ``2 * n_features`` floats up per client;
-        then ``n_clusters * n_features`` down and ``n_clusters * (n_features + 1)`` up per client)
+    comm_ : CommLedger, ``n_rounds + 1`` rounds (round 0: the initial centroids,
+        ``min(n_clusters, n_l) * n_features`` floats up per client; then
+        ``n_clusters * n_features`` down and ``n_clusters * (n_features + 1)`` up per client)
     n_features_in_ : int
 
     Examples
