@@ -106,8 +106,14 @@ def test_vandermonde_solver_reports_repeated_nodes():
     assert RS.solve_transposed_vandermonde(arr([2, 5, 2]), b, 13) >= 0
 
 
-@settings(max_examples=40)
-@given(st.sampled_from([13, 101]), st.data())
+def test_split_order_uses_residue_classes_that_exist():
+    # r must divide p - 1 (so r-th roots of unity exist); primes below cover r = 6, 5, 4, 2
+    assert {p: RS.split_order(p) for p in [13, 11, 17, 23, 101, 65537, 2**61 - 1]} == \
+        {13: 6, 11: 5, 17: 4, 23: 2, 101: 5, 65537: 4, 2**61 - 1: 6}
+
+
+@settings(max_examples=60)
+@given(st.sampled_from([11, 13, 17, 23, 101]), st.data())
 def test_find_roots_small_fields_against_brute_force(p, data):
     # A random polynomial either splits into distinct linear factors (then the roots must be
     # exactly the brute-force roots) or must be rejected; never a partial or wrong answer.
@@ -124,7 +130,7 @@ def test_find_roots_small_fields_against_brute_force(p, data):
         assert k == RS.ROOTS_NOT_SPLIT
 
 
-@pytest.mark.parametrize("p", [13, 101, 2**31 - 1, 2**61 - 1, 2**62 - 57])
+@pytest.mark.parametrize("p", [13, 17, 23, 101, 65537, 2**31 - 1, 2**61 - 1, 2**62 - 57])
 def test_find_roots_planted_including_zero_and_rejections(p):
     rng = np.random.default_rng(p % 997)
     m = min(150, p - 1)
