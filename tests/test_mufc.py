@@ -41,9 +41,9 @@ def _two_sample(counts_a, counts_b):
     return chi2_contingency(table).pvalue, table.shape[1]
 
 
-@pytest.mark.parametrize("secure", [False])
+@pytest.mark.parametrize("secure", [False, True])
 def test_fit_then_remove_is_distributed_as_refit(secure):
-    n_trials = 3000
+    n_trials = 3000 if not secure else 1500
     removed = 2  # a duplicate point of client 0: often a center
     after, refit = collections.Counter(), collections.Counter()
     for s in range(n_trials):
@@ -149,3 +149,39 @@ def test_fit_rejects_bad_input():
         MUFC(3, server_data="median", secure=False).fit(fed)
     with pytest.raises(ValueError, match="outside the quantization bounds"):
         MUFC(3, secure=False, bounds=(np.zeros(3), np.full(3, 0.5))).fit(fed)
+
+
+def test_secure_and_plain_give_identical_models():
+    X, fed = _gaussian_federation()
+    a = MUFC(5, client_clusters=2, secure=True, random_state=4).fit(fed)
+    b = MUFC(5, client_clusters=2, secure=False, random_state=4).fit(fed)
+    for m in (a, b):
+        m.remove(2, [int(fed.client(2)[1][3])])
+        m.remove_clients([5])
+    np.testing.assert_array_equal(a.aggregate_[0], b.aggregate_[0])
+    np.testing.assert_array_equal(a.aggregate_[1], b.aggregate_[1])
+    np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
+
+
+def test_secure_server_receives_only_masked_syndromes():
+    """The server-side decode gets uint64 field elements of the setup's message length, and no
+    message equals the client's unmasked syndromes (the plaintext vector's encoding)."""
+    X, fed = _gaussian_federation()
+    m = MUFC(5, client_clusters=2, secure=True, random_state=0).fit(fed)
+    agg = m._aggregator
+    seen = {}
+    original = agg.server.decode
+
+    def spy(messages, **kwargs):
+        seen.update(messages)
+        return original(messages, **kwargs)
+
+    agg.server.decode = spy
+    m.remove(1, [int(fed.client(1)[1][0])])
+    assert sorted(seen) == list(range(10))
+    for l, msg in seen.items():
+        assert msg.dtype == np.uint64 and msg.shape == (agg.setup.message_length,)
+        plain = agg.clients[l].syndromes(*m._vectors[l])
+        assert not np.array_equal(np.asarray(plain, dtype=np.uint64), msg)
+    ups = [msg for msg in m.comm_.messages if msg.kind == "scma_syndromes"]
+    assert len(ups) == 20  # two rounds, ten clients, every client re-sends

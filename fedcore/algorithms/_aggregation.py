@@ -57,9 +57,8 @@ class SCMAAggregator:
             bins, counts = vectors[l]
             t0 = time.perf_counter()
             messages[l] = self.clients[l].encode(bins, counts, round=round,
-                                                 participants=participants)
+                                                 participants=participants, ledger=ledger)
             encode = max(encode, time.perf_counter() - t0)
-            self.setup.record_message(ledger, round, sender=l, receiver=SERVER)
         t0 = time.perf_counter()
         bins, counts = self.server.decode(messages, round=round, participants=participants)
         decode = time.perf_counter() - t0
