@@ -1,10 +1,12 @@
 """fedcore: federated clustering with exact unlearning, secure aggregation and coresets."""
 from . import datasets, metrics
-from .algorithms import KMeans, RemovalResult, UnlearnableKMeans, kmeans_plusplus
+from .algorithms import *  # noqa: F401,F403
+from .algorithms import __all__ as _algorithms_all
 from .federation import CommLedger, HorizontalFederation, VerticalFederation, partition
+from .secagg import SCMAClient, SCMADecodeError, SCMAServer, SCMASetup
 
 __version__ = "0.1.0"
 
-__all__ = ["CommLedger", "HorizontalFederation", "KMeans", "RemovalResult", "UnlearnableKMeans",
-           "VerticalFederation", "datasets", "kmeans_plusplus", "metrics", "partition",
-           "__version__"]
+__all__ = sorted(_algorithms_all + [
+    "CommLedger", "HorizontalFederation", "SCMAClient", "SCMADecodeError", "SCMAServer",
+    "SCMASetup", "VerticalFederation", "datasets", "metrics", "partition", "__version__"])

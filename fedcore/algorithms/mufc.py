@@ -12,7 +12,7 @@ from ._quantize import Quantizer
 from .kmeans import KMeans, assign
 from .unlearning import UnlearnableKMeans
 
-__all__ = ["MUFC", "MUFCRemovalReport"]
+__all__ = ["MUFC", "MUFCRemovalReport", "SimplifiedFC"]
 
 
 @dataclass
@@ -160,6 +160,14 @@ class MUFC(BaseEstimator):
             low, high = np.min(lows, axis=0), np.max(highs, axis=0)
         return Quantizer.from_bounds(low, high, gamma, phase)
 
+    def _bin_points(self, bins):
+        """The point the server puts at each bin (its grid point, Alg. 1 line 6)."""
+        return self._quantizer.centers(bins)
+
+    def _server_view(self, centers):
+        """Client centers as the server sees them: their bins' grid points."""
+        return self._quantizer.centers(self._quantizer.bins(centers))
+
     def _client_vector(self, l):
         """Client ``l``'s sparse vector q^(l): (bins, counts) of its quantized centers (line 4)."""
         client = self._clients[l]
@@ -189,7 +197,7 @@ class MUFC(BaseEstimator):
             points = self._quantizer.sample(bins, counts, rng)
             weights = None
         else:
-            points = self._quantizer.centers(bins)
+            points = self._bin_points(bins)
             weights = counts.astype(np.float64)
             if points.shape[0] < self._k:  # integer weights are multiplicities
                 points = np.repeat(points, counts, axis=0)
@@ -271,10 +279,44 @@ class MUFC(BaseEstimator):
         clients = []
         for l in self._active:
             client = self._clients[l]
-            grid = self._quantizer.centers(self._quantizer.bins(client.seeds_))
-            clients.append((client.remaining()[0], client.labels_, grid))
+            clients.append((client.remaining()[0], client.labels_,
+                            self._server_view(client.seeds_)))
         return federated_inertia(clients, self.cluster_centers_)
 
     @property
     def n_clients_(self):
         return len(self._active)
+
+
+class SimplifiedFC(MUFC):
+    """Simplified federated k-means (MUFC Appendix I, Alg. 5): no quantization, no secure sum.
+
+    Clients run exact-unlearning k-means++ seeding and send their centers with the cluster sizes
+    in the clear (Alg. 5 line 3); the server runs weighted k-means++ and Lloyd on them (line 5).
+    Removal works as in :class:`MUFC`, exactly. Use it where the privacy criterion of MUFC is not
+    needed; the server learns every client's centers.
+    """
+
+    def __init__(self, n_clusters=8, *, client_clusters=None, server_n_init=10,
+                 server_update="exact", random_state=None):
+        super().__init__(n_clusters, client_clusters=client_clusters, secure=False,
+                         server_n_init=server_n_init, server_update=server_update,
+                         random_state=random_state)
+
+    def _make_quantizer(self, federation, rng):
+        return _NoQuantizer()
+
+    def _bin_points(self, bins):
+        return np.asarray(bins, dtype=np.float64)
+
+    def _server_view(self, centers):
+        return centers
+
+    def _client_vector(self, l):
+        client = self._clients[l]
+        keep = client.cluster_sizes_ > 0
+        return client.seeds_[keep].astype(np.float64), client.cluster_sizes_[keep]
+
+
+class _NoQuantizer:
+    n_bins = 0
