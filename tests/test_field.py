@@ -9,7 +9,8 @@ from tests.reference import field_reference as R
 
 # Small primes the SCMA tests use, a 31-bit, the default Mersenne prime and two primes near 2**62
 # whose Barrett constants exercise the top of the supported range.
-PRIMES = [3, 13, 101, 65537, 2**31 - 1, 2**61 - 1, 2**62 - 57, 4611686018427387847]
+PRIMES = [3, 13, 101, 65537, 2**31 - 1, 2**31 + 11, 2**32 - 5, 2**61 - 1, 2**62 - 57,
+          4611686018427387847]
 
 
 @st.composite
@@ -58,6 +59,7 @@ def test_field_context_constants():
         assert ctx == (p, (1 << (2 * s)) // p, s, (1 << 64) % p, ctx[4])
     assert F.field_context(2**61 - 1)[4] == F.KIND_MERSENNE_61
     assert F.field_context(2**31 - 1)[4] == F.KIND_SMALL
+    assert F.field_context(2**31 + 11)[4] == F.KIND_GENERIC
     assert F.field_context(2**62 - 57)[4] == F.KIND_GENERIC
 
 
