@@ -6,7 +6,7 @@ import numpy as np
 from .._validation import (check_array, check_distance_range, check_int, check_random_state,
                            check_sample_weight, check_scalar)
 from ..kernels.distances import assign_nearest, pairwise_sq_distances
-from ..kernels.lloyd import half_separation, lloyd_iteration_bounded
+from ..kernels.lloyd import lloyd_run
 from ..kernels.seeding import (center_gaps, chunk_sums, d2_refresh, d2_update, min_sq_distance,
                                n_chunks, pick_index, pick_product)
 from ._base import BaseEstimator, check_is_fitted
@@ -194,72 +194,22 @@ def _tolerance(X, tol):
     return float(np.mean(np.var(X, axis=0)) * tol)
 
 
-def _relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sums):
-    """Give each empty cluster the farthest positive-weight row (deterministic rule).
-
-    Empty clusters, in increasing index, take the rows farthest from their assigned center
-    (largest squared distance; ties by lowest row index) among rows of positive weight; each row
-    moves with its weight out of its old cluster. Modifies the sums in place and resets the moved
-    rows' lower bounds.
-    """
-    if weight_sums.min() > 0.0:
-        return
-    empty = np.flatnonzero(weight_sums == 0.0)
-    candidates = np.flatnonzero(weights > 0.0)
-    order = candidates[np.argsort(-distances[candidates], kind="stable")][:empty.size]
-    for j, row in zip(empty, order):
-        old = labels[row]
-        w = weights[row]
-        x = X[row].astype(np.float64)
-        center_sums[old] -= w * x
-        weight_sums[old] -= w
-        center_sums[j] = w * x
-        weight_sums[j] = w
-        labels[row] = j
-        lower[row] = 0.0
-
-
 def _lloyd(X, weights, centers, max_iter, tol):
     """Weighted Lloyd from ``centers`` (float64, copied). Returns (centers, labels, inertia, n_iter).
 
-    Stops when the labels no longer change (strict convergence) or when the squared center shift is
-    at most ``tol`` (absolute), or after ``max_iter`` iterations; then labels and inertia are
-    recomputed for the final centers. Iterations use exact distance bounds to skip rows whose
-    nearest center cannot change (:func:`fedcore.kernels.lloyd.lloyd_iteration_bounded`); results
-    equal plain Lloyd bit for bit.
+    Runs :func:`fedcore.kernels.lloyd.lloyd_run`: exact distance bounds skip rows whose nearest
+    center cannot change, with results equal to plain Lloyd bit for bit; empty clusters take the
+    farthest rows; stops on unchanged labels, a squared center shift <= ``tol`` (absolute) or
+    ``max_iter``.
     """
     n, d = X.shape
-    k = centers.shape[0]
     centers = np.array(centers, dtype=np.float64, order="C")
-    labels = np.zeros(n, dtype=np.int64)
-    labels_old = np.full(n, -1, dtype=np.int64)
-    lower = np.zeros(n)
+    labels = np.empty(n, dtype=np.int64)
     distances = np.empty(n)
-    center_sums = np.empty((k, d))
-    weight_sums = np.empty(k)
     # Distances are at most 2 sqrt(d) max|coordinate|; rounding in the bounds is far below this.
-    half_sep = np.empty(k)
     margin = 1e-9 * 2.0 * np.sqrt(d) * max(float(np.abs(X).max()), float(np.abs(centers).max()))
-    n_iter = 0
-    for n_iter in range(1, max_iter + 1):
-        lloyd_iteration_bounded(X, weights, centers, half_separation(centers, half_sep), margin, labels,
-                                lower, distances, center_sums, weight_sums)
-        _relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sums)
-        new_centers = centers.copy()
-        full = weight_sums > 0.0
-        new_centers[full] = center_sums[full] / weight_sums[full, None]
-        drift = np.sqrt(((new_centers - centers) ** 2).sum(axis=1))
-        lower -= drift.max()
-        shift = float((drift ** 2).sum())
-        centers = new_centers
-        if np.array_equal(labels, labels_old):
-            break
-        if shift <= tol:
-            break
-        labels_old[:] = labels
-    inertia = lloyd_iteration_bounded(X, weights, centers, half_separation(centers, half_sep), margin,
-                                      labels, lower, distances, center_sums, weight_sums)
-    return centers, labels, inertia, n_iter
+    inertia, n_iter = lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances)
+    return centers, labels, float(inertia), int(n_iter)
 
 
 class KMeans(BaseEstimator):

@@ -18,7 +18,8 @@ from .._config import CHUNK_SIZE, NUMBA_CACHE
 from ._parallel import chunked_kernel
 from .distances import row_distances
 
-__all__ = ["lloyd_iteration", "lloyd_iteration_bounded", "half_separation"]
+__all__ = ["lloyd_iteration", "lloyd_iteration_bounded", "half_separation", "relocate_empty",
+           "lloyd_run"]
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
@@ -30,6 +31,64 @@ def _own_distance(X, i, centers, a):
     return acc
 
 
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+def _chunk_pass(X, weights, centers, centers_t, half_sep, margin, use_bounds, labels, lower,
+                distances, part_sums, part_weights, part_inertia, c):
+    """Assignment and partial M-step statistics of rows chunk ``c`` (one Lloyd E-step)."""
+    n, d = X.shape
+    k = centers.shape[0]
+    buf = np.empty(k)
+    acc = 0.0
+    part_sums[c] = 0.0
+    part_weights[c] = 0.0
+    for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
+        skip = False
+        a = 0
+        dist = 0.0
+        if use_bounds and lower[i] > 0.0:
+            a = labels[i]
+            dist = _own_distance(X, i, centers, a)
+            bound = max(lower[i], half_sep[a])
+            skip = np.sqrt(dist) + margin < bound
+        if not skip:
+            row_distances(X, i, centers_t, buf)
+            a = 0
+            dist = buf[0]
+            second = np.inf
+            for j in range(1, k):
+                if buf[j] < dist:
+                    second = dist
+                    dist = buf[j]
+                    a = j
+                elif buf[j] < second:
+                    second = buf[j]
+            labels[i] = a
+            if use_bounds:
+                lower[i] = np.sqrt(second)
+        distances[i] = dist
+        w = weights[i]
+        acc += w * dist
+        part_weights[c, a] += w
+        for f in range(d):
+            part_sums[c, a, f] += w * np.float64(X[i, f])
+    part_inertia[c] = acc
+
+
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+def _merge(part_sums, part_weights, part_inertia, center_sums, weight_sums):
+    """Serial merge of the chunk partials in chunk order; returns the inertia."""
+    center_sums[:] = 0.0
+    weight_sums[:] = 0.0
+    inertia = 0.0
+    for c in range(part_inertia.shape[0]):
+        inertia += part_inertia[c]
+        for j in range(weight_sums.shape[0]):
+            weight_sums[j] += part_weights[c, j]
+            for f in range(center_sums.shape[1]):
+                center_sums[j, f] += part_sums[c, j, f]
+    return inertia
+
+
 @chunked_kernel
 def _lloyd_chunks(X, weights, centers, half_sep, margin, use_bounds, labels, lower, distances,
                   center_sums, weight_sums):
@@ -37,53 +96,13 @@ def _lloyd_chunks(X, weights, centers, half_sep, margin, use_bounds, labels, low
     k = centers.shape[0]
     centers_t = np.ascontiguousarray(centers.T)
     n_chunks = max(1, -(-n // CHUNK_SIZE))
-    part_sums = np.zeros((n_chunks, k, d))
-    part_weights = np.zeros((n_chunks, k))
-    part_inertia = np.zeros(n_chunks)
+    part_sums = np.empty((n_chunks, k, d))
+    part_weights = np.empty((n_chunks, k))
+    part_inertia = np.empty(n_chunks)
     for c in prange(n_chunks):
-        buf = np.empty(k)
-        acc = 0.0
-        for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
-            skip = False
-            a = 0
-            dist = 0.0
-            if use_bounds and lower[i] > 0.0:
-                a = labels[i]
-                dist = _own_distance(X, i, centers, a)
-                bound = max(lower[i], half_sep[a])
-                skip = np.sqrt(dist) + margin < bound
-            if not skip:
-                row_distances(X, i, centers_t, buf)
-                a = 0
-                dist = buf[0]
-                second = np.inf
-                for j in range(1, k):
-                    if buf[j] < dist:
-                        second = dist
-                        dist = buf[j]
-                        a = j
-                    elif buf[j] < second:
-                        second = buf[j]
-                labels[i] = a
-                if use_bounds:
-                    lower[i] = np.sqrt(second)
-            distances[i] = dist
-            w = weights[i]
-            acc += w * dist
-            part_weights[c, a] += w
-            for f in range(d):
-                part_sums[c, a, f] += w * np.float64(X[i, f])
-        part_inertia[c] = acc
-    center_sums[:] = 0.0
-    weight_sums[:] = 0.0
-    inertia = 0.0
-    for c in range(n_chunks):
-        inertia += part_inertia[c]
-        for j in range(k):
-            weight_sums[j] += part_weights[c, j]
-            for f in range(d):
-                center_sums[j, f] += part_sums[c, j, f]
-    return inertia
+        _chunk_pass(X, weights, centers, centers_t, half_sep, margin, use_bounds, labels, lower,
+                    distances, part_sums, part_weights, part_inertia, c)
+    return _merge(part_sums, part_weights, part_inertia, center_sums, weight_sums)
 
 
 def lloyd_iteration(X, weights, centers, labels, distances, center_sums, weight_sums):
@@ -159,3 +178,96 @@ def half_separation(centers, out):
     for a in range(k):
         out[a] = 0.5 * np.sqrt(out[a])
     return out
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sums):
+    """Give each empty cluster the farthest positive-weight row (deterministic rule).
+
+    Empty clusters, in increasing index, take the rows farthest from their assigned center
+    (largest squared distance; ties by lowest row index) among rows of positive weight; each row
+    moves with its weight out of its old cluster. IN/OUT ``labels``, ``lower`` (moved rows get 0),
+    ``center_sums``, ``weight_sums``.
+    """
+    empty = np.flatnonzero(weight_sums == 0.0)
+    if empty.shape[0] == 0:
+        return
+    candidates = np.flatnonzero(weights > 0.0)
+    order = candidates[np.argsort(-distances[candidates], kind="mergesort")]
+    for e in range(min(empty.shape[0], order.shape[0])):
+        j = empty[e]
+        row = order[e]
+        old = labels[row]
+        w = weights[row]
+        for f in range(X.shape[1]):
+            x = w * np.float64(X[row, f])
+            center_sums[old, f] -= x
+            center_sums[j, f] = x
+        weight_sums[old] -= w
+        weight_sums[j] = w
+        labels[row] = j
+        lower[row] = 0.0
+
+
+@chunked_kernel
+def lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances):
+    """Weighted Lloyd from ``centers`` until convergence; returns ``(inertia, n_iter)``.
+
+    IN/OUT ``centers`` float64 (k, d): initial, then final centers. OUT ``labels`` int64 (n,),
+    ``distances`` float64 (n,) for the final centers. Each iteration is the E-step of
+    :func:`lloyd_iteration_bounded`, then :func:`relocate_empty`, then the mean update. Stops when
+    the labels no longer change (strict convergence), when the squared center shift is at most
+    ``tol`` (absolute), or after ``max_iter`` iterations, as scikit-learn's Lloyd; a last
+    E-step gives labels and inertia for the final centers. The whole loop is compiled because the
+    servers and clients of federated methods run many small problems, where per-iteration
+    interpreter overhead would dominate.
+    """
+    n, d = X.shape
+    k = centers.shape[0]
+    n_chunks = max(1, -(-n // CHUNK_SIZE))
+    part_sums = np.empty((n_chunks, k, d))
+    part_weights = np.empty((n_chunks, k))
+    part_inertia = np.empty(n_chunks)
+    labels_old = np.full(n, -1, dtype=np.int64)
+    labels[:] = 0
+    lower = np.zeros(n)
+    center_sums = np.empty((k, d))
+    weight_sums = np.empty(k)
+    half_sep = np.empty(k)
+    n_iter = 0
+    inertia = 0.0
+    for it in range(max_iter + 1):
+        half_separation(centers, half_sep)
+        centers_t = np.ascontiguousarray(centers.T)
+        for c in prange(n_chunks):
+            _chunk_pass(X, weights, centers, centers_t, half_sep, margin, True, labels, lower,
+                        distances, part_sums, part_weights, part_inertia, c)
+        inertia = _merge(part_sums, part_weights, part_inertia, center_sums, weight_sums)
+        if it == max_iter:  # the final E-step for the final centers
+            break
+        n_iter = it + 1
+        relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sums)
+        shift = 0.0
+        max_drift = 0.0
+        for j in range(k):
+            if weight_sums[j] > 0.0:
+                drift = 0.0
+                for f in range(d):
+                    new = center_sums[j, f] / weight_sums[j]
+                    t = new - centers[j, f]
+                    drift += t * t
+                    centers[j, f] = new
+                shift += drift
+                max_drift = max(max_drift, np.sqrt(drift))
+        for i in range(n):
+            lower[i] -= max_drift
+        same = True
+        for i in range(n):
+            if labels[i] != labels_old[i]:
+                same = False
+                break
+        if same or shift <= tol:
+            max_iter = it + 1  # one more pass: the final E-step
+        else:
+            labels_old[:] = labels
+    return inertia, n_iter
