@@ -218,6 +218,28 @@ def accumulation_limit(ctx):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
+def _dot_small(a, ao, b, bo, step, n, ctx):
+    """``_dot`` for p < 2**31: every product is below 2**62, so its low and high 32-bit halves
+    are summed in two plain uint64 sums (no carries; exact for n < 2**32), which pipelines well."""
+    m32 = np.uint64(0xFFFFFFFF)
+    s_lo = np.uint64(0)
+    s_hi = np.uint64(0)
+    if step == 1:
+        for k in range(n):
+            pl = np.uint64(a[ao + k]) * np.uint64(b[bo + k])
+            s_lo += pl & m32
+            s_hi += pl >> np.uint64(32)
+    else:
+        for k in range(n):
+            pl = np.uint64(a[ao + k]) * np.uint64(b[bo - k])
+            s_lo += pl & m32
+            s_hi += pl >> np.uint64(32)
+    up = np.uint64(ctx[0])
+    two32 = np.int64((np.uint64(1) << np.uint64(32)) % up)
+    return addmod(mulmod_ctx(np.int64(s_hi % up), two32, ctx), np.int64(s_lo % up), ctx[0])
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
 def _dot(a, ao, b, bo, step, n, ctx):
     """sum_{i<n} a[ao + i] * b[bo + step * i] mod p, step = +1 or -1.
 
@@ -225,6 +247,8 @@ def _dot(a, ao, b, bo, step, n, ctx):
     (about three times the throughput of a single chain); each is reduced after at most
     ``accumulation_limit`` terms.
     """
+    if ctx[4] == KIND_SMALL:
+        return _dot_small(a, ao, b, bo, step, n, ctx)
     lim = accumulation_limit(ctx)
     p = ctx[0]
     total = np.int64(0)

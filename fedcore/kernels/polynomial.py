@@ -20,7 +20,7 @@ from .field import (_mulhi, accumulation_limit, addmod, dot_reverse, field_conte
 
 __all__ = [
     "KARATSUBA_THRESHOLD", "NEWTON_THRESHOLD", "degree", "poly_mul", "poly_divmod", "poly_gcd",
-    "poly_powmod", "poly_eval", "poly_eval_rows", "poly_derivative", "poly_from_roots",
+    "poly_powmod", "poly_eval", "poly_eval_rows", "poly_from_roots",
     "series_inverse", "karatsuba_workspace", "mul_equal", "mul_general", "mulmod_poly",
     "powmod_into", "gcd_into", "rem_monic_inplace", "eval_many_ctx",
 ]
@@ -39,14 +39,6 @@ def degree(a, n):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def _fold(hi, lo, n, ctx):
-    """Reduce the first n 128-bit accumulators to field elements (kept in lo, hi cleared)."""
-    for k in range(n):
-        lo[k] = np.uint64(reduce_wide(hi[k], lo[k], ctx))
-        hi[k] = 0
-
-
-@njit(cache=NUMBA_CACHE, nogil=True)
 def _school_mul(a, ao, na, b, bo, nb, out, oo, hi, lo, ctx):
     """out[oo : oo + na + nb - 1] = a[ao : ao + na] * b[bo : bo + nb] (schoolbook).
 
@@ -62,8 +54,10 @@ def _school_mul(a, ao, na, b, bo, nb, out, oo, hi, lo, ctx):
     lim = accumulation_limit(ctx) - 1
     since = 0
     for i in range(na):
-        if since == lim:
-            _fold(hi, lo, n_out, ctx)
+        if since == lim:  # reduce before the 128-bit sums could overflow
+            for k in range(n_out):
+                lo[k] = np.uint64(reduce_wide(hi[k], lo[k], ctx))
+                hi[k] = 0
             since = 0
         ua = np.uint64(a[ao + i])
         for j in range(nb):  # written inline: a helper call here costs a factor of three
@@ -279,31 +273,40 @@ def poly_divmod(a, b, q, r, p):
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def gcd_into(a, na, b, nb, out, ctx):
-    """Monic gcd of a[:na] and b[:nb] into out; returns its degree (-1 if both are zero)."""
+    """Monic gcd of a[:na] and b[:nb] into out; returns its degree (-1 if both are zero).
+
+    Euclid's algorithm on two rows of one buffer (rotating row indices rather than swapping array
+    variables, which would slow Numba's inner loops several times).
+    """
     p = ctx[0]
-    r0 = a[:na].copy()
-    r1 = b[:nb].copy()
-    d0 = degree(r0, na)
-    d1 = degree(r1, nb)
+    r = np.zeros((2, max(na, nb, 1)), dtype=np.int64)
+    r[0, :na] = a[:na]
+    r[1, :nb] = b[:nb]
+    i0, i1 = 0, 1
+    d0 = degree(r[0], na)
+    d1 = degree(r[1], nb)
     if d0 < d1:
-        r0, r1 = r1, r0
+        i0, i1 = 1, 0
         d0, d1 = d1, d0
     while d1 >= 0:
-        inv_lead = inverse(r1[d1], p)
+        x = r[i0]
+        y = r[i1]
+        inv_lead = inverse(y[d1], p)
         for k in range(d0 - d1, -1, -1):
-            c = mulmod_ctx(r0[k + d1], inv_lead, ctx)
+            c = mulmod_ctx(x[k + d1], inv_lead, ctx)
             if c != 0:
                 for i in range(d1):
-                    r0[k + i] = submod(r0[k + i], mulmod_ctx(c, r1[i], ctx), p)
-            r0[k + d1] = 0
-        d0 = degree(r0, d1)
-        r0, r1 = r1, r0
+                    x[k + i] = submod(x[k + i], mulmod_ctx(c, y[i], ctx), p)
+            x[k + d1] = 0
+        d0 = degree(x, d1)
+        i0, i1 = i1, i0
         d0, d1 = d1, d0
     if d0 < 0:
         return -1
-    inv_lead = inverse(r0[d0], p)
+    x = r[i0]
+    inv_lead = inverse(x[d0], p)
     for i in range(d0 + 1):
-        out[i] = mulmod_ctx(r0[i], inv_lead, ctx)
+        out[i] = mulmod_ctx(x[i], inv_lead, ctx)
     return d0
 
 
@@ -553,14 +556,6 @@ def poly_eval_rows(rows, point, out, p):
         for i in range(rows.shape[1] - 1, -1, -1):
             r = addmod(mulmod_ctx(r, point, ctx), rows[k, i], p)
         out[k] = r
-
-
-@njit(cache=NUMBA_CACHE, nogil=True)
-def poly_derivative(a, out, p):
-    """Formal derivative: ``out[i] = (i + 1) a[i + 1] mod p`` for i < len(a) - 1 (OUT ``out``)."""
-    ctx = field_context(p)
-    for i in range(1, a.shape[0]):
-        out[i - 1] = mulmod_ctx(np.int64(i % p), a[i], ctx)
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)

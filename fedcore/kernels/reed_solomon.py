@@ -114,42 +114,52 @@ def berlekamp_massey(s, lam, p):
     """
     ctx = field_context(p)
     n = s.shape[0]
-    C = np.zeros(n + 1, dtype=np.int64)
-    B = np.zeros(n + 1, dtype=np.int64)
-    T = np.zeros(n + 1, dtype=np.int64)
-    C[0] = 1
-    B[0] = 1
+    # C, B and a spare row live in one buffer selected by rotating indices: swapping array
+    # variables inside the loop makes Numba's update loops several times slower. ``lens`` holds
+    # each row's length (entries beyond it are zero).
+    buf = np.zeros((3, n + 1), dtype=np.int64)
+    lens = np.zeros(3, dtype=np.int64)
+    ic, ib, it = 0, 1, 2
+    buf[ic, 0] = 1
+    buf[ib, 0] = 1
+    lens[ic] = 1
+    lens[ib] = 1
     L = 0
     m = 1
     inv_b = np.int64(1)
-    lc = 1  # C[lc:] and B[lb:] are zero
-    lb = 1
     for k in range(n):
-        d = addmod(s[k], dot_reverse(C, 1, s, k - 1, L, ctx), p)
+        d = addmod(s[k], dot_reverse(buf[ic], 1, s, k - 1, L, ctx), p)
         if d == 0:
             m += 1
             continue
         coef = mulmod_ctx(d, inv_b, ctx)
-        new_len = max(lc, lb + m)
-        if 2 * L <= k:
-            # T = C - coef x**m B, then B <- C and C <- T
-            T[:lc] = C[:lc]
-            T[lc:new_len] = 0
-            for i in range(lb):
-                T[i + m] = submod(T[i + m], mulmod_ctx(coef, B[i], ctx), p)
-            B, C, T = C, T, B
-            lb = lc
-            lc = new_len
+        lc = lens[ic]
+        lb = lens[ib]
+        end = max(lc, lb + m)
+        change = 2 * L <= k  # Massey's length change: T = C - coef x**m B, B <- C, C <- T
+        tgt = ic
+        if change:
+            tgt = it
+            buf[it, :lc] = buf[ic, :lc]
+            buf[it, lc:max(end, lens[it])] = 0
+        # the update runs on slices (no offset inside the loop), which Numba vectorises
+        Y = buf[tgt, m:m + lb]
+        B = buf[ib, :lb]
+        for i in range(lb):
+            Y[i] = submod(Y[i], mulmod_ctx(coef, B[i], ctx), p)
+        Z = buf[tgt]
+        while end > 1 and Z[end - 1] == 0:
+            end -= 1
+        lens[tgt] = end
+        if change:
+            ic, ib, it = it, ic, ib
             L = k + 1 - L
             inv_b = inverse(d, p)
             m = 1
         else:
-            for i in range(lb):
-                C[i + m] = submod(C[i + m], mulmod_ctx(coef, B[i], ctx), p)
-            lc = new_len
             m += 1
     lam[:] = 0
-    lam[:L + 1] = C[:L + 1]
+    lam[:L + 1] = buf[ic, :L + 1]
     return L
 
 

@@ -8,7 +8,7 @@ functions by property tests.
 
 __all__ = [
     "is_prime", "inverse", "poly_trim", "poly_mul", "poly_divmod", "poly_gcd", "poly_powmod",
-    "poly_eval", "poly_derivative", "poly_from_roots", "power_sums", "berlekamp_massey",
+    "poly_eval", "poly_from_roots", "power_sums", "berlekamp_massey",
     "find_roots", "solve_linear", "forney_magnitudes", "solve_transposed_vandermonde",
 ]
 
@@ -96,10 +96,6 @@ def poly_eval(a, x, p):
     for c in reversed(a):
         acc = (acc * x + c) % p
     return acc
-
-
-def poly_derivative(a, p):
-    return poly_trim([i * a[i] % p for i in range(1, len(a))])
 
 
 def poly_from_roots(roots, p):
