@@ -149,6 +149,15 @@ def test_message_length_formula_and_ledger(kw, chunks):
                                       "bits": setup.message_bits}
 
 
+def test_server_needs_only_the_public_parameters():
+    setup = SCMASetup(3, 4, prime=101, index_space=50, random_state=0)
+    msgs = [SCMAClient(l, setup).encode([l + 1], [2], round=1) for l in range(3)]
+    bins, counts = SCMAServer(setup.public()).decode(msgs, round=1)
+    assert bins.tolist() == [1, 2, 3] and counts.tolist() == [2, 2, 2]
+    with pytest.raises(ValueError, match="public parameters only"):
+        SCMAClient(0, setup.public()).encode([1], [1], round=2)
+
+
 def test_encode_and_decode_record_messages_in_a_ledger():
     setup = SCMASetup(3, 4, prime=101, index_space=50, random_state=0)
     client_ledger, server_ledger = CommLedger(), CommLedger()

@@ -19,7 +19,8 @@ class SCMAServer:
     Parameters
     ----------
     setup : SCMASetup
-        Public parameters (the server never uses the pairwise seeds).
+        Public parameters; the server never uses the pairwise seeds, so ``setup.public()`` (a
+        copy without them) is enough.
 
     Notes
     -----

@@ -201,8 +201,18 @@ class SCMASetup:
         new._rekey(random_state)
         return new
 
+    def public(self):
+        """A copy without the pairwise seeds: what the server holds in a deployment."""
+        new = object.__new__(SCMASetup)
+        new.__dict__.update(self.__dict__)
+        new._master_seed = None
+        return new
+
     def pair_seed(self, a, b):
         """128-bit seed shared by clients a < b (simulates a key exchange between them)."""
+        if self._master_seed is None:
+            raise ValueError("This SCMASetup holds public parameters only (from public()); "
+                             "clients need the setup with the pairwise seeds")
         ss = np.random.SeedSequence(entropy=self._master_seed, spawn_key=(int(a), int(b)))
         w = ss.generate_state(4, dtype=np.uint32)
         return int(w[0]) | (int(w[1]) << 32) | (int(w[2]) << 64) | (int(w[3]) << 96)
