@@ -61,7 +61,7 @@ def _pick_removal(model, mode, batch, rng):
 
 def run_mufc_job(dataset="gaussian", n_clients=None, n_clusters=None, client_clusters=5,
                  n_removals=100, batch_size=1, removal="random", secure=True, seed=0,
-                 n_retrain_samples=5, plot=None, out=sys.stdout):
+                 n_retrain_samples=5, plot=None, out=None):
     """Fit MUFC, K-FED and DC-KM on a federated stand-in, remove points, print the table.
 
     Latencies follow the MUFC paper's model (slowest client + server). Complete retraining is a
@@ -105,7 +105,7 @@ def run_mufc_job(dataset="gaussian", n_clients=None, n_clusters=None, client_clu
     Xr, _, _ = _remaining(model)
     rows = _rows(dataset, X, k, kp, n_clients, secure, ratios, model, Xr, reports, dc_times,
                  retrain, removal, batch_size, seed)
-    print(_table(rows), file=out)
+    print(_table(rows), file=out or sys.stdout)
     if plot:
         _plot(plot, reports, dc_times, retrain)
     return rows

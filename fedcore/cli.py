@@ -10,7 +10,7 @@ from ._mainjob import _progress, _table
 __all__ = ["main"]
 
 
-def run_unlearning(n_removals=100, seed=0, n_clusters=10, refine=False, out=sys.stdout):
+def run_unlearning(n_removals=100, seed=0, n_clusters=10, refine=False, out=None):
     """Fit UnlearnableKMeans on the embedded Gaussian set, remove random points one at a time.
 
     Each removal is timed against a complete retrain (a fresh fit on the remaining points).
@@ -48,7 +48,7 @@ def run_unlearning(n_removals=100, seed=0, n_clusters=10, refine=False, out=sys.
         ("speed-up", f"{med_rt / med_rm:.1f}x"),
         ("objective (remaining data)", f"{inertia(X[alive], model.cluster_centers_):.4f}"),
     ]
-    print(_table(rows), file=out)
+    print(_table(rows), file=out or sys.stdout)
     return rows
 
 

@@ -1,0 +1,34 @@
+"""The ``fedcore`` command: the MUFC main job and the centralized job print their tables."""
+import io
+
+import pytest
+
+from fedcore import cli
+from fedcore._mainjob import run_mufc_job
+
+
+def test_mufc_job_table_on_a_small_shape():
+    out = io.StringIO()
+    rows = dict(run_mufc_job("tcga", n_removals=3, secure=True, n_retrain_samples=1, out=out))
+    assert rows["removals"].startswith("3 random")
+    for name in ("MUFC", "DC-KM", "K-FED"):
+        assert float(rows[f"loss ratio {name}"]) >= 1.0
+    assert "aggregation" in out.getvalue() and rows["aggregation"] == "SCMA (secure)"
+
+
+def test_mufc_job_adversarial_batches():
+    rows = dict(run_mufc_job("tcga", n_removals=2, batch_size=3, removal="adversarial",
+                             secure=False, n_retrain_samples=1, out=io.StringIO()))
+    assert rows["removals"] == "2 adversarial, batch 3"
+
+
+def test_centralized_job(capsys):
+    assert cli.main(["run", "--centralized", "--n-removals", "3"]) == 0
+    assert "median unlearning time" in capsys.readouterr().out
+
+
+def test_cli_rejects_bad_arguments():
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--n-removals", "-1"])
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--removal", "worst"])
