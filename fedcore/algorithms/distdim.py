@@ -10,7 +10,7 @@ from .._validation import check_array, check_int, check_random_state, check_scal
 from ..federation.ledger import SERVER, CommLedger
 from ..kernels.distances import assign_nearest
 from ._base import BaseEstimator, check_is_fitted
-from .coreset import Coreset, _check_federation
+from .coreset_result import Coreset, _check_federation
 from .kmeans import KMeans
 
 __all__ = ["DistDim", "distdim"]

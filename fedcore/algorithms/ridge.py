@@ -15,7 +15,8 @@ from .._validation import check_array, check_int, check_random_state, check_scal
 from ..federation.ledger import SERVER, CommLedger
 from ..kernels.coreset import saga_epoch
 from ._base import BaseEstimator, check_is_fitted
-from .coreset import Coreset, _check_federation, _sample_rows, gather
+from .coreset import _sample_rows
+from .coreset_result import Coreset, _check_federation, gather
 
 __all__ = ["VerticalRidge", "ridge_central", "ridge_saga"]
 
