@@ -394,3 +394,16 @@ def test_robust_mode_floors_scores():
     assert set(robust.indices_.tolist()) == {0, 1, 2, 3}  # every row >= 1/n: all reachable
     assert robust.coreset_.outlier_fraction == 0.2
     np.testing.assert_allclose(robust.party_totals_, [1.75])
+
+
+def test_float32_parties():
+    """float32 blocks keep their dtype through the kernels; scores and weights are float64."""
+    X, y = _regression(n=500, d=4, seed=5)
+    vfed = _vfed(X.astype(np.float32), [2, 2], y=y)
+    s32 = vkmc_local_scores(vfed, 3, random_state=0)
+    l32 = vrlr_local_scores(vfed)
+    assert s32.dtype == np.float64 and l32.dtype == np.float64
+    np.testing.assert_allclose(l32, vrlr_local_scores(_vfed(X.astype(np.float32).astype(
+        np.float64), [2, 2], y=y)), rtol=1e-9)
+    cs = vkmc_coreset(vfed, 50, 3, random_state=0)
+    assert np.isfinite(cs.weights).all() and cs.weights.dtype == np.float64
