@@ -6,6 +6,9 @@ formed by an LLVM intrinsic (one ``mul`` instruction on x86-64) and reduced by B
 derived from p, or by folding for the Mersenne prime 2**61 - 1 (the default SCMA field). No floating
 point is involved, so every bit is exact for any p < 2**62.
 
+Calls between kernels pass ``np.int64(0)`` rather than a bare ``0`` (and ``np.bool_`` flags):
+Numba compiles a separate specialisation for every literal argument, which multiplies compile time.
+
 Kernels that multiply many times take ``p`` and build a *field context* once with
 :func:`field_context`; the context is a tuple ``(p, mu, s, r64, kind)`` of int64 that the inline
 helpers (``mulmod_ctx``, ``mac``, ``reduce_wide``) read. Sums of products are accumulated lazily in
@@ -20,7 +23,8 @@ from .._config import NUMBA_CACHE
 
 __all__ = [
     "MERSENNE_61", "MAX_PRIME", "is_prime", "field_context", "mulmod", "mulmod_ctx", "powmod",
-    "powmod_ctx", "inverse", "batch_inverse", "batch_inverse_ctx", "addmod", "submod", "mac",
+    "powmod_ctx", "inverse", "batch_inverse", "batch_inverse_ctx", "addmod", "submod", "negmod",
+    "mac",
     "reduce_wide", "accumulation_limit", "dot_forward", "dot_reverse", "add_into", "sub_into",
     "scale_into", "mul_into",
 ]
@@ -185,6 +189,12 @@ def submod(a, b, p):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
+def negmod(a, p):
+    """-a mod p for int64 a in [0, p)."""
+    return p - a if a != 0 else a
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
 def mac(hi, lo, a, b):
     """Add the 128-bit product a * b (int64 in [0, p)) to the accumulator (hi, lo) of uint64."""
     ua = np.uint64(a)
@@ -276,13 +286,13 @@ def _dot(a, ao, b, bo, step, n, ctx):
 @njit(cache=NUMBA_CACHE, nogil=True)
 def dot_forward(a, ao, b, bo, n, ctx):
     """sum_{i<n} a[ao + i] * b[bo + i] mod p (int64 arrays of field elements)."""
-    return _dot(a, ao, b, bo, 1, n, ctx)
+    return _dot(a, ao, b, bo, np.int64(1), n, ctx)
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def dot_reverse(a, ao, b, bo, n, ctx):
     """sum_{i<n} a[ao + i] * b[bo - i] mod p (a convolution term)."""
-    return _dot(a, ao, b, bo, -1, n, ctx)
+    return _dot(a, ao, b, bo, np.int64(-1), n, ctx)
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)

@@ -4,9 +4,9 @@ A polynomial is an int64 array of coefficients in [0, p), lowest degree first (`
 x**i); trailing zeros are allowed and the degree is recomputed where it matters (``degree``).
 Products use Karatsuba's recursion above ``KARATSUBA_THRESHOLD`` coefficients and a schoolbook
 convolution with lazy 128-bit accumulation below it. Reduction modulo a fixed monic f of degree
-d >= ``NEWTON_THRESHOLD`` uses a precomputed inverse of the reversed modulus (Newton iteration), so a
-product modulo f costs three half-size products instead of a quadratic long division; this is what
-makes the equal-degree root finder in ``reed_solomon.py`` fast.
+d >= ``NEWTON_THRESHOLD`` uses a precomputed inverse of the reversed modulus (Newton iteration),
+so a product modulo f costs three products of size d instead of a quadratic long division; this
+is what makes the equal-degree root finder in ``reed_solomon.py`` fast.
 
 All kernels take the prime p (odd, below 2**62) and raise ZeroDivisionError when asked to divide by
 the zero polynomial.
@@ -16,7 +16,7 @@ from numba import njit
 
 from .._config import NUMBA_CACHE
 from .field import (_mulhi, accumulation_limit, addmod, dot_reverse, field_context, inverse,
-                    mulmod_ctx, reduce_wide, submod)
+                    mulmod_ctx, negmod, reduce_wide, submod)
 
 __all__ = [
     "KARATSUBA_THRESHOLD", "NEWTON_THRESHOLD", "degree", "poly_mul", "poly_divmod", "poly_gcd",
@@ -110,10 +110,10 @@ def _karatsuba(ws, ao, bo, n, oo, wo, square, ctx):
         if n <= KARATSUBA_THRESHOLD:
             xa[:n] = ws[ao:ao + n]
             if square:  # a symmetric base case saves half the products but pipelines worse
-                _school_mul(xa, 0, n, xa, 0, n, xo, 0, hi, lo, ctx)
+                _school_mul(xa, np.int64(0), n, xa, np.int64(0), n, xo, np.int64(0), hi, lo, ctx)
             else:
                 xb[:n] = ws[bo:bo + n]
-                _school_mul(xa, 0, n, xb, 0, n, xo, 0, hi, lo, ctx)
+                _school_mul(xa, np.int64(0), n, xb, np.int64(0), n, xo, np.int64(0), hi, lo, ctx)
             ws[oo:oo + 2 * n - 1] = xo[:2 * n - 1]
             sp -= 1
             continue
@@ -163,15 +163,15 @@ def mul_equal(a, b, n, out, ws, square, ctx):
         hi = np.empty(2 * n, dtype=np.uint64)
         lo = np.empty(2 * n, dtype=np.uint64)
         if square:
-            _school_mul(a, 0, n, a, 0, n, ws, 0, hi, lo, ctx)
+            _school_mul(a, np.int64(0), n, a, np.int64(0), n, ws, np.int64(0), hi, lo, ctx)
         else:
-            _school_mul(a, 0, n, b, 0, n, ws, 0, hi, lo, ctx)
+            _school_mul(a, np.int64(0), n, b, np.int64(0), n, ws, np.int64(0), hi, lo, ctx)
         out[:2 * n - 1] = ws[:2 * n - 1]
         return
     ws[:n] = a[:n]
     if not square:
         ws[n:2 * n] = b[:n]
-    _karatsuba(ws, 0, n, n, 2 * n, 4 * n, square, ctx)
+    _karatsuba(ws, np.int64(0), n, n, 2 * n, 4 * n, square, ctx)
     out[:2 * n - 1] = ws[2 * n:4 * n - 1]
 
 
@@ -188,7 +188,7 @@ def mul_general(a, na, b, nb, out, ctx):
     if nb <= KARATSUBA_THRESHOLD:
         hi = np.empty(na + nb, dtype=np.uint64)
         lo = np.empty(na + nb, dtype=np.uint64)
-        _school_mul(a, 0, na, b, 0, nb, out, 0, hi, lo, ctx)
+        _school_mul(a, np.int64(0), na, b, np.int64(0), nb, out, np.int64(0), hi, lo, ctx)
         return
     p = ctx[0]
     ws = np.empty(karatsuba_workspace(nb), dtype=np.int64)
@@ -199,7 +199,7 @@ def mul_general(a, na, b, nb, out, ctx):
         m = min(nb, na - start)
         block[:m] = a[start:start + m]
         block[m:] = 0
-        mul_equal(block, b, nb, tmp, ws, False, ctx)
+        mul_equal(block, b, nb, tmp, ws, np.bool_(False), ctx)
         for i in range(m + nb - 1):
             out[start + i] = addmod(out[start + i], tmp[i], p)
 
@@ -337,8 +337,8 @@ def series_inverse_into(g, n, out, ctx):
         base = base - base // 2
     out[0] = g0_inv
     for k in range(1, base):
-        s = dot_reverse(g, 1, out, k - 1, k, ctx)
-        out[k] = mulmod_ctx(submod(0, s, p), g0_inv, ctx)
+        s = dot_reverse(g, np.int64(1), out, k - 1, k, ctx)
+        out[k] = mulmod_ctx(negmod(s, p), g0_inv, ctx)
     if n_chain == 0:
         return
     w = np.empty(karatsuba_workspace(n), dtype=np.int64)
@@ -349,19 +349,19 @@ def series_inverse_into(g, n, out, ctx):
     for idx in range(n_chain - 1, -1, -1):
         k2 = chain[idx]  # k < k2 <= 2k
         # e_hi = coefficients k .. k2-1 of g[:k2] * out[:k] (its low k coefficients are 1, 0, ...)
-        mul_equal(g, out, k, prod, w, False, ctx)
+        mul_equal(g, out, k, prod, w, np.bool_(False), ctx)
         prod[2 * k - 1] = 0  # the product has 2k - 1 coefficients; k2 may reach 2k
         for i in range(k2 - k):
             e_hi[i] = prod[k + i]
         pad[:k] = 0
         pad[:k2 - k] = g[k:k2]
-        mul_equal(pad, out, k, prod, w, False, ctx)
+        mul_equal(pad, out, k, prod, w, np.bool_(False), ctx)
         for i in range(k2 - k):
             e_hi[i] = addmod(e_hi[i], prod[i], p)
         e_hi[k2 - k:k] = 0
-        mul_equal(e_hi, out, k, prod, w, False, ctx)
+        mul_equal(e_hi, out, k, prod, w, np.bool_(False), ctx)
         for i in range(k2 - k):
-            out[k + i] = submod(0, prod[i], p)
+            out[k + i] = negmod(prod[i], p)
         k = k2
 
 
@@ -385,7 +385,7 @@ def series_inverse(g, n, out, p):
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def modulus_inverse(h, d, hinv, ctx):
-    """hinv[:d-1] = rev(h)**-1 mod x**(d-1) for the monic h of degree d (used by ``mulmod_poly``)."""
+    """hinv[:d-1] = rev(h)**-1 mod x**(d-1) for the monic h of degree d (for ``mulmod_poly``)."""
     if d < NEWTON_THRESHOLD:
         return
     rev = np.empty(d - 1, dtype=np.int64)
@@ -398,9 +398,10 @@ def modulus_inverse(h, d, hinv, ctx):
 def mulmod_poly(x, y, square, h, d, hinv, out, P, T, Q, W, ctx):
     """out[:d] = x[:d] * y[:d] mod h, for the monic h of degree d >= 1.
 
-    Buffers: P, Q of length >= 2d, T of length >= d, W of length ``karatsuba_workspace(d)``; ``hinv``
-    from ``modulus_inverse``. With rev(.) the coefficient reversal, the quotient of the product A by
-    h is rev(rev(A) rev(h)**-1 mod x**(d-1)) and the remainder is (A - quo * h) mod x**d.
+    Buffers: P, Q of length >= 2d, T of length >= d, W of length ``karatsuba_workspace(d)``;
+    ``hinv`` from ``modulus_inverse``. With rev(.) the coefficient reversal, the quotient of the
+    product A by h is rev(rev(A) rev(h)**-1 mod x**(d-1)) and the remainder is
+    (A - quo * h) mod x**d.
     """
     p = ctx[0]
     mul_equal(x, y, d, P, W, square, ctx)
@@ -411,11 +412,11 @@ def mulmod_poly(x, y, square, h, d, hinv, out, P, T, Q, W, ctx):
     n = d - 1
     for i in range(n):
         T[i] = P[2 * d - 2 - i]
-    mul_equal(T, hinv, n, Q, W, False, ctx)
+    mul_equal(T, hinv, n, Q, W, np.bool_(False), ctx)
     for i in range(n):
         T[i] = Q[n - 1 - i]
     T[n] = 0
-    mul_equal(T, h, d, Q, W, False, ctx)
+    mul_equal(T, h, d, Q, W, np.bool_(False), ctx)
     for i in range(d):
         out[i] = submod(P[i], Q[i], p)
 
@@ -452,17 +453,17 @@ def powmod_into(base, linear_shift, e, h, d, out, ctx):
     while (e >> (top + 1)) > 0:
         top += 1
     for bit in range(top, -1, -1):
-        mulmod_poly(r, r, True, h, d, hinv, r, P, T, Q, W, ctx)
+        mulmod_poly(r, r, np.bool_(True), h, d, hinv, r, P, T, Q, W, ctx)
         if (e >> bit) & 1:
             if linear_shift >= 0:
                 if d == 1:
                     # modulo x + h[0], x is -h[0]
-                    r[0] = mulmod_ctx(r[0], addmod(linear_shift, submod(0, h[0], ctx[0]),
+                    r[0] = mulmod_ctx(r[0], addmod(linear_shift, negmod(h[0], ctx[0]),
                                                    ctx[0]), ctx)
                 else:
                     mul_linear_mod(r, linear_shift, h, d, ctx)
             else:
-                mulmod_poly(r, base, False, h, d, hinv, r, P, T, Q, W, ctx)
+                mulmod_poly(r, base, np.bool_(False), h, d, hinv, r, P, T, Q, W, ctx)
     out[:d] = r
 
 
@@ -493,7 +494,7 @@ def poly_powmod(base, e, f, out, p):
     b = np.zeros(max(nb, d), dtype=np.int64)
     b[:nb] = base
     rem_monic_inplace(b, nb, h, d, ctx)
-    powmod_into(b, -1, e, h, d, out, ctx)
+    powmod_into(b, np.int64(-1), e, h, d, out, ctx)
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
@@ -588,7 +589,7 @@ def poly_from_roots(roots, out, p):
         cur[o] = 1
         for r in range(lo[j], lo[j + 1]):
             k = r - lo[j]
-            neg = submod(0, roots[r], p)
+            neg = negmod(roots[r], p)
             cur[o + k + 1] = cur[o + k]
             for i in range(k, 0, -1):
                 cur[o + i] = addmod(cur[o + i - 1], mulmod_ctx(neg, cur[o + i], ctx), p)

@@ -20,7 +20,7 @@ from numba import njit
 
 from .._config import NUMBA_CACHE
 from .field import (addmod, batch_inverse_ctx, dot_reverse, field_context, inverse, mulmod_ctx,
-                    powmod_ctx, reduce_wide, submod, _mulhi, accumulation_limit)
+                    negmod, powmod_ctx, reduce_wide, submod, _mulhi, accumulation_limit)
 from .polynomial import degree, eval_many_ctx, gcd_into, mul_linear_mod, powmod_into
 
 __all__ = [
@@ -124,11 +124,11 @@ def berlekamp_massey(s, lam, p):
     buf[ib, 0] = 1
     lens[ic] = 1
     lens[ib] = 1
-    L = 0
+    L = np.int64(0)
     m = 1
     inv_b = np.int64(1)
     for k in range(n):
-        d = addmod(s[k], dot_reverse(buf[ic], 1, s, k - 1, L, ctx), p)
+        d = addmod(s[k], dot_reverse(buf[ic], np.int64(1), s, k - 1, L, ctx), p)
         if d == 0:
             m += 1
             continue
@@ -317,17 +317,17 @@ def find_roots(f, out, seed, p):
     if d == 0:
         return n_roots
     if d == 1:
-        out[n_roots] = submod(0, h[0], p)
+        out[n_roots] = negmod(h[0], p)
         out[:n_roots + 1] = np.sort(out[:n_roots + 1])
         return n_roots + 1
     r = split_order(p)
     zetas = _roots_of_unity(r, ctx)
     e = (p - 1) // r
     g = np.empty(d, dtype=np.int64)
-    powmod_into(g, 0, e, h, d, g, ctx)
+    powmod_into(g, np.int64(0), e, h, d, g, ctx)
     chk = np.empty(d, dtype=np.int64)
-    powmod_into(g, -1, r, h, d, chk, ctx)
-    mul_linear_mod(chk, 0, h, d, ctx)  # x * g**r = x**p mod h
+    powmod_into(g, np.int64(-1), r, h, d, chk, ctx)
+    mul_linear_mod(chk, np.int64(0), h, d, ctx)  # x * g**r = x**p mod h
     if chk[1] != 1 or chk[0] != 0:
         return ROOTS_NOT_SPLIT
     for i in range(2, d):
@@ -336,7 +336,7 @@ def find_roots(f, out, seed, p):
     pool = np.empty(3 * d + 8, dtype=np.int64)
     offs = np.empty(d + 2, dtype=np.int64)
     degs = np.empty(d + 2, dtype=np.int64)
-    sp, top, ok = _split_classes(h, d, g, zetas, pool, offs, degs, 0, 0, ctx)
+    sp, top, ok = _split_classes(h, d, g, zetas, pool, offs, degs, np.int64(0), np.int64(0), ctx)
     if not ok:  # every root in one class: start the random splitting from h itself
         offs[0] = 0
         degs[0] = d
@@ -349,7 +349,7 @@ def find_roots(f, out, seed, p):
         k = degs[sp]
         q = pool[o:o + k + 1].copy()
         if k == 1:
-            out[n_roots] = submod(0, q[0], p)
+            out[n_roots] = negmod(q[0], p)
             n_roots += 1
             continue
         gk = np.empty(k, dtype=np.int64)
@@ -397,7 +397,7 @@ def forney_magnitudes(s, lam, L, points, out, p):
         return -1
     omega = np.empty(L, dtype=np.int64)
     for k in range(L):
-        omega[k] = dot_reverse(lam, 0, s, k, k + 1, ctx)
+        omega[k] = dot_reverse(lam, np.int64(0), s, k, k + 1, ctx)
     dlam = np.empty(L, dtype=np.int64)
     for i in range(1, L + 1):
         dlam[i - 1] = mulmod_ctx(np.int64(i % p), lam[i], ctx)
@@ -414,7 +414,7 @@ def forney_magnitudes(s, lam, L, points, out, p):
         return bad
     for j in range(L):
         v = mulmod_ctx(mulmod_ctx(points[j], num[j], ctx), den[j], ctx)
-        out[j] = submod(0, v, p)
+        out[j] = negmod(v, p)
     return -1
 
 

@@ -89,7 +89,8 @@ class SCMAServer:
             if len(messages) != len(participants):
                 raise ValueError(f"Argument 'messages' must hold one message per participant "
                                  f"({len(participants)}: {list(participants)}), got "
-                                 f"{len(messages)}; pass a dict {{client_id: message}} to name them")
+                                 f"{len(messages)}; pass a dict {{client_id: message}} to "
+                                 "name them")
             items = list(zip(participants, messages))
         total = np.zeros(s.message_length, dtype=np.int64)
         for cid, msg in items:
