@@ -25,7 +25,8 @@ __all__ = [
     "MERSENNE_61", "MAX_PRIME", "is_prime", "field_context", "mulmod", "mulmod_ctx", "powmod",
     "powmod_ctx", "inverse", "batch_inverse", "batch_inverse_ctx", "addmod", "submod", "negmod",
     "mac",
-    "reduce_wide", "accumulation_limit", "dot_forward", "dot_reverse", "add_into", "sub_into",
+    "reduce_wide", "accumulation_limit", "dot_forward", "dot_reverse", "sub_scaled_into",
+    "add_into", "sub_into",
     "scale_into", "mul_into",
 ]
 
@@ -293,6 +294,38 @@ def dot_forward(a, ao, b, bo, n, ctx):
 def dot_reverse(a, ao, b, bo, n, ctx):
     """sum_{i<n} a[ao + i] * b[bo - i] mod p (a convolution term)."""
     return _dot(a, ao, b, bo, np.int64(-1), n, ctx)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def sub_scaled_into(y, c, x, n, ctx):
+    """y[i] = y[i] - c * x[i] mod p for i < n (an axpy step of elimination-type kernels).
+
+    The reduction is chosen once, outside the loop, so the loop body has no branch on the kind
+    of prime and LLVM can vectorise it (64-bit Barrett for p < 2**31 runs about 5 times faster
+    that way). Pass slices (``y[k:k + n]``) rather than offsets.
+    """
+    p = ctx[0]
+    uc = np.uint64(c)
+    if ctx[4] == KIND_SMALL:
+        up = np.uint64(p)
+        sm1 = np.uint64(ctx[2] - 1)
+        sp1 = np.uint64(ctx[2] + 1)
+        mu = np.uint64(ctx[1])
+        for i in range(n):
+            lo = uc * np.uint64(x[i])
+            r = lo - (((lo >> sm1) * mu) >> sp1) * up
+            r = r - up if r >= up else r
+            r = r - up if r >= up else r
+            t = y[i] - np.int64(r)
+            y[i] = t + p if t < 0 else t
+    elif ctx[4] == KIND_MERSENNE_61:
+        for i in range(n):
+            ub = np.uint64(x[i])
+            t = y[i] - _fold_mersenne61(_mulhi(uc, ub), uc * ub)
+            y[i] = t + p if t < 0 else t
+    else:
+        for i in range(n):
+            y[i] = submod(y[i], mulmod_ctx(c, x[i], ctx), p)
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)

@@ -16,7 +16,7 @@ from numba import njit
 
 from .._config import NUMBA_CACHE
 from .field import (_mulhi, accumulation_limit, addmod, dot_reverse, field_context, inverse,
-                    mulmod_ctx, negmod, reduce_wide, submod)
+                    mulmod_ctx, negmod, reduce_wide, sub_scaled_into, submod)
 
 __all__ = [
     "KARATSUBA_THRESHOLD", "NEWTON_THRESHOLD", "degree", "poly_mul", "poly_divmod", "poly_gcd",
@@ -223,12 +223,10 @@ def poly_mul(a, b, out, p):
 @njit(cache=NUMBA_CACHE, nogil=True)
 def rem_monic_inplace(a, na, h, d, ctx):
     """Reduce a[:na] modulo the monic h of degree d in place (schoolbook); a[:d] is the result."""
-    p = ctx[0]
     for k in range(na - 1, d - 1, -1):
         c = a[k]
         if c != 0:
-            for i in range(d):
-                a[k - d + i] = submod(a[k - d + i], mulmod_ctx(c, h[i], ctx), p)
+            sub_scaled_into(a[k - d:k], c, h, d, ctx)
             a[k] = 0
 
 
@@ -262,8 +260,7 @@ def poly_divmod(a, b, q, r, p):
         c = mulmod_ctx(work[k + db], inv_lead, ctx)
         q[k] = c
         if c != 0:
-            for i in range(db):
-                work[k + i] = submod(work[k + i], mulmod_ctx(c, b[i], ctx), p)
+            sub_scaled_into(work[k:k + db], c, b, db, ctx)
         work[k + db] = 0
     r[:] = 0
     for i in range(min(db, work.shape[0])):
@@ -295,8 +292,7 @@ def gcd_into(a, na, b, nb, out, ctx):
         for k in range(d0 - d1, -1, -1):
             c = mulmod_ctx(x[k + d1], inv_lead, ctx)
             if c != 0:
-                for i in range(d1):
-                    x[k + i] = submod(x[k + i], mulmod_ctx(c, y[i], ctx), p)
+                sub_scaled_into(x[k:k + d1], c, y, d1, ctx)
             x[k + d1] = 0
         d0 = degree(x, d1)
         i0, i1 = i1, i0

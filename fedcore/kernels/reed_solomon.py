@@ -20,7 +20,8 @@ from numba import njit
 
 from .._config import NUMBA_CACHE
 from .field import (addmod, batch_inverse_ctx, dot_reverse, field_context, inverse, mulmod_ctx,
-                    negmod, powmod_ctx, reduce_wide, submod, _mulhi, accumulation_limit)
+                    negmod, powmod_ctx, reduce_wide, sub_scaled_into, submod, _mulhi,
+                    accumulation_limit)
 from .polynomial import degree, eval_many_ctx, gcd_into, mul_linear_mod, powmod_into
 
 __all__ = [
@@ -142,11 +143,7 @@ def berlekamp_massey(s, lam, p):
             tgt = it
             buf[it, :lc] = buf[ic, :lc]
             buf[it, lc:max(end, lens[it])] = 0
-        # the update runs on slices (no offset inside the loop), which Numba vectorises
-        Y = buf[tgt, m:m + lb]
-        B = buf[ib, :lb]
-        for i in range(lb):
-            Y[i] = submod(Y[i], mulmod_ctx(coef, B[i], ctx), p)
+        sub_scaled_into(buf[tgt, m:m + lb], coef, buf[ib, :lb], lb, ctx)
         Z = buf[tgt]
         while end > 1 and Z[end - 1] == 0:
             end -= 1
@@ -176,14 +173,12 @@ def _splitmix64(state):
 @njit(cache=NUMBA_CACHE, nogil=True)
 def _div_exact_monic(q, k, u, du, v, ctx):
     """v[:k - du + 1] = q[:k + 1] / u[:du + 1] for monic u dividing q (long division)."""
-    p = ctx[0]
     work = q[:k + 1].copy()
     for i in range(k - du, -1, -1):
         c = work[i + du]
         v[i] = c
         if c != 0:
-            for j in range(du):
-                work[i + j] = submod(work[i + j], mulmod_ctx(c, u[j], ctx), p)
+            sub_scaled_into(work[i:i + du], c, u, du, ctx)
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
@@ -447,8 +442,7 @@ def solve_transposed_vandermonde(x, b, p):
     for k in range(n):
         xk = x[k]
         for i in range(n, k, -1):
-            for c in range(n_cols):
-                b[i, c] = submod(b[i, c], mulmod_ctx(xk, b[i - 1, c], ctx), p)
+            sub_scaled_into(b[i], xk, b[i - 1], n_cols, ctx)
     diffs = np.empty(max(m, 1), dtype=np.int64)
     for k in range(n - 1, -1, -1):
         for i in range(k + 1, n + 1):
