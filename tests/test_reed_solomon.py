@@ -107,9 +107,12 @@ def test_vandermonde_solver_reports_repeated_nodes():
 
 
 def test_split_order_uses_residue_classes_that_exist():
-    # r must divide p - 1 (so r-th roots of unity exist); primes below cover r = 6, 5, 4, 2
-    assert {p: RS.split_order(p) for p in [13, 11, 17, 23, 101, 65537, 2**61 - 1]} == \
+    # r must divide p - 1 (so r-th roots of unity exist); the primes cover r = 6, 5, 4, 2 for
+    # small factors and up to 32 for large ones
+    assert {p: RS.split_order(p, 6) for p in [13, 11, 17, 23, 101, 65537, 2**61 - 1]} == \
         {13: 6, 11: 5, 17: 4, 23: 2, 101: 5, 65537: 4, 2**61 - 1: 6}
+    assert {p: RS.split_order(p, 32) for p in [13, 23, 101, 65537, 2**31 - 1, 2**61 - 1]} == \
+        {13: 12, 23: 22, 101: 25, 65537: 32, 2**31 - 1: 31, 2**61 - 1: 31}
 
 
 @settings(max_examples=60)
@@ -133,7 +136,7 @@ def test_find_roots_small_fields_against_brute_force(p, data):
 @pytest.mark.parametrize("p", [13, 17, 23, 101, 65537, 2**31 - 1, 2**61 - 1, 2**62 - 57])
 def test_find_roots_planted_including_zero_and_rejections(p):
     rng = np.random.default_rng(p % 997)
-    m = min(150, p - 1)
+    m = min(200, p - 1)  # above 64: many residue classes per split
     roots = np.sort(rng.choice(p, size=m, replace=False)) if p < 10**6 else \
         np.unique(np.concatenate([[0], rng.integers(1, p, m, dtype=np.int64)]))
     f = np.zeros(len(roots) + 1, dtype=np.int64)

@@ -39,15 +39,13 @@ def degree(a, n):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def _school_mul(a, ao, na, b, bo, nb, out, oo, hi, lo, ctx):
-    """out[oo : oo + na + nb - 1] = a[ao : ao + na] * b[bo : bo + nb] (schoolbook).
+def _school_rows(a, na, b, nb, out, hi, lo, ctx):
+    """out[:na + nb - 1] = a[:na] * b[:nb], one outer-product row per coefficient of a.
 
-    Row by row outer products into 128-bit accumulators ``hi``/``lo`` (uint64, length >= na + nb
-    - 1): independent accumulators pipeline better than one dot product per coefficient. Every
+    The rows go into 128-bit accumulators ``hi``/``lo`` (uint64, length >= na + nb - 1):
+    independent accumulators pipeline better than one dot product per coefficient. Every
     ``accumulation_limit - 1`` rows the accumulators are reduced, so they never overflow.
     """
-    if na > nb:
-        a, ao, na, b, bo, nb = b, bo, nb, a, ao, na
     n_out = na + nb - 1
     hi[:n_out] = 0
     lo[:n_out] = 0
@@ -59,16 +57,25 @@ def _school_mul(a, ao, na, b, bo, nb, out, oo, hi, lo, ctx):
                 lo[k] = np.uint64(reduce_wide(hi[k], lo[k], ctx))
                 hi[k] = 0
             since = 0
-        ua = np.uint64(a[ao + i])
+        ua = np.uint64(a[i])
         for j in range(nb):  # written inline: a helper call here costs a factor of three
-            ub = np.uint64(b[bo + j])
+            ub = np.uint64(b[j])
             pl = ua * ub
             s = lo[i + j] + pl
             lo[i + j] = s
             hi[i + j] += _mulhi(ua, ub) + np.uint64(s < pl)
         since += 1
     for k in range(n_out):
-        out[oo + k] = reduce_wide(hi[k], lo[k], ctx)
+        out[k] = reduce_wide(hi[k], lo[k], ctx)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _school_mul(a, na, b, nb, out, hi, lo, ctx):
+    """out[:na + nb - 1] = a[:na] * b[:nb] (schoolbook), rows along the shorter operand."""
+    if na <= nb:
+        _school_rows(a, na, b, nb, out, hi, lo, ctx)
+    else:
+        _school_rows(b, nb, a, na, out, hi, lo, ctx)
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
@@ -110,10 +117,10 @@ def _karatsuba(ws, ao, bo, n, oo, wo, square, ctx):
         if n <= KARATSUBA_THRESHOLD:
             xa[:n] = ws[ao:ao + n]
             if square:  # a symmetric base case saves half the products but pipelines worse
-                _school_mul(xa, np.int64(0), n, xa, np.int64(0), n, xo, np.int64(0), hi, lo, ctx)
+                _school_mul(xa, n, xa, n, xo, hi, lo, ctx)
             else:
                 xb[:n] = ws[bo:bo + n]
-                _school_mul(xa, np.int64(0), n, xb, np.int64(0), n, xo, np.int64(0), hi, lo, ctx)
+                _school_mul(xa, n, xb, n, xo, hi, lo, ctx)
             ws[oo:oo + 2 * n - 1] = xo[:2 * n - 1]
             sp -= 1
             continue
@@ -163,9 +170,9 @@ def mul_equal(a, b, n, out, ws, square, ctx):
         hi = np.empty(2 * n, dtype=np.uint64)
         lo = np.empty(2 * n, dtype=np.uint64)
         if square:
-            _school_mul(a, np.int64(0), n, a, np.int64(0), n, ws, np.int64(0), hi, lo, ctx)
+            _school_mul(a, n, a, n, ws, hi, lo, ctx)
         else:
-            _school_mul(a, np.int64(0), n, b, np.int64(0), n, ws, np.int64(0), hi, lo, ctx)
+            _school_mul(a, n, b, n, ws, hi, lo, ctx)
         out[:2 * n - 1] = ws[:2 * n - 1]
         return
     ws[:n] = a[:n]
@@ -176,19 +183,12 @@ def mul_equal(a, b, n, out, ws, square, ctx):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def mul_general(a, na, b, nb, out, ctx):
-    """out[:na + nb - 1] = a[:na] * b[:nb] for any lengths (the longer one is cut into blocks).
-
-    ``out`` must not alias a or b.
-    """
-    if na == 0 or nb == 0:
-        return
-    if na < nb:
-        a, na, b, nb = b, nb, a, na
+def _mul_blocks(a, na, b, nb, out, ctx):
+    """out[:na + nb - 1] = a[:na] * b[:nb] for na >= nb, a cut into blocks of length nb."""
     if nb <= KARATSUBA_THRESHOLD:
         hi = np.empty(na + nb, dtype=np.uint64)
         lo = np.empty(na + nb, dtype=np.uint64)
-        _school_mul(a, np.int64(0), na, b, np.int64(0), nb, out, np.int64(0), hi, lo, ctx)
+        _school_mul(a, na, b, nb, out, hi, lo, ctx)
         return
     p = ctx[0]
     ws = np.empty(karatsuba_workspace(nb), dtype=np.int64)
@@ -202,6 +202,20 @@ def mul_general(a, na, b, nb, out, ctx):
         mul_equal(block, b, nb, tmp, ws, np.bool_(False), ctx)
         for i in range(m + nb - 1):
             out[start + i] = addmod(out[start + i], tmp[i], p)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def mul_general(a, na, b, nb, out, ctx):
+    """out[:na + nb - 1] = a[:na] * b[:nb] for any lengths (the longer one is cut into blocks).
+
+    ``out`` must not alias a or b.
+    """
+    if na == 0 or nb == 0:
+        return
+    if na >= nb:
+        _mul_blocks(a, na, b, nb, out, ctx)
+    else:
+        _mul_blocks(b, nb, a, na, out, ctx)
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)

@@ -35,6 +35,8 @@ ROOTS_NO_SPLIT_FOUND = -2
 """``find_roots`` status: random splitting failed too often (probability below 2**-100)."""
 
 _MAX_SPLIT_ATTEMPTS = 200
+SPLIT_ORDER_LIMIT = 32
+"""Largest number of residue classes one splitting step of ``find_roots`` separates."""
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
@@ -182,10 +184,10 @@ def _div_exact_monic(q, k, u, du, v, ctx):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def split_order(p):
-    """Number r of classes a splitting step separates roots into: the largest of 6, 5, 4, 3, 2
-    dividing p - 1 (r-th power residue classes; r = 2 is Rabin's quadratic-character split)."""
-    for r in (6, 5, 4, 3):
+def split_order(p, limit):
+    """Largest r <= limit dividing p - 1: a splitting step separates roots into the r classes of
+    r-th power residues (r = 2 is Rabin's quadratic-character split)."""
+    for r in range(min(limit, p - 1), 1, -1):
         if (p - 1) % r == 0:
             return r
     return 2
@@ -199,10 +201,15 @@ def _roots_of_unity(r, ctx):
     y = np.int64(2)
     while True:
         z = powmod_ctx(y % p, (p - 1) // r, ctx)
-        primitive = z != 1
-        for q in (2, 3, 5):
-            if r % q == 0 and r // q > 1 and powmod_ctx(z, r // q, ctx) == 1:
-                primitive = False
+        primitive = True
+        for q in range(2, r + 1):  # z**(r/q) != 1 for every prime q dividing r
+            if r % q == 0 and powmod_ctx(z, r // q, ctx) == 1:
+                is_prime_q = True
+                for f in range(2, q):
+                    if q % f == 0:
+                        is_prime_q = False
+                if is_prime_q:
+                    primitive = False
         if primitive:
             break
         y += 1
@@ -264,14 +271,15 @@ def _split_classes(h, d, g, zetas, pool, offs, degs, sp, top, ctx):
 def find_roots(f, out, seed, p):
     """Roots of a polynomial that splits into distinct linear factors over F_p.
 
-    With r = ``split_order(p)`` (an r dividing p - 1, 6 for 2**61 - 1), first
-    g = x**((p-1)/r) mod f is computed and x * g**r = x**p = x mod f is checked, which holds
-    exactly when f divides x**p - x (squarefree, all roots in F_p). The same g splits f into
-    the r classes of r-th power residues, gcd(g - zeta, f) for the r-th roots of unity zeta; every
-    factor is then split again with g = (x + a)**((p-1)/r) for random shifts a (Rabin's
-    equal-degree splitting, generalised from r = 2) until all factors are linear. Splitting into
-    r > 2 classes at once halves the number of modular powerings for large degrees. Expected cost
-    O(M(d) log p) with M the Karatsuba product, plus O(r d**2) for the gcds.
+    With r a divisor of p - 1 (``split_order``: the largest r <= 32 for factors of degree >= 64,
+    e.g. 31 for 2**61 - 1, else the largest r <= 6), first g = x**((p-1)/r) mod f is computed and
+    x * g**r = x**p = x mod f is checked, which holds exactly when f divides x**p - x (squarefree,
+    all roots in F_p). The same g splits f into the r classes of r-th power residues,
+    gcd(g - zeta, f) over the r-th roots of unity zeta; every factor is then split again with
+    g = (x + a)**((p-1)/r) for random shifts a (Rabin's equal-degree splitting, generalised from
+    r = 2) until all factors are linear. Splitting into many classes at once leaves little work
+    below the first, full-size modular powering. Expected cost O(M(d) log p) with M the
+    Karatsuba product, plus O(r d**2) for the gcds.
 
     Parameters
     ----------
@@ -315,14 +323,27 @@ def find_roots(f, out, seed, p):
         out[n_roots] = negmod(h[0], p)
         out[:n_roots + 1] = np.sort(out[:n_roots + 1])
         return n_roots + 1
-    r = split_order(p)
+    return _split_roots(h, d, out, n_roots, seed, ctx, SPLIT_ORDER_LIMIT)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _split_roots(h, d, out, n_roots, seed, ctx, limit):
+    """``find_roots`` for the monic h of degree d >= 2 without the root 0 (roots after
+    ``out[:n_roots]``); ``limit`` bounds the split order of factors of degree >= 64."""
+    p = ctx[0]
+    zero = np.int64(0)
+    r = split_order(p, limit)
     zetas = _roots_of_unity(r, ctx)
     e = (p - 1) // r
+    r_small = split_order(p, 6)
+    zetas_small = _roots_of_unity(r_small, ctx)
+    e_small = (p - 1) // r_small
+    large = d >= 64  # many classes pay off only while the powering dominates the gcds
     g = np.empty(d, dtype=np.int64)
-    powmod_into(g, np.int64(0), e, h, d, g, ctx)
+    powmod_into(g, zero, e if large else e_small, h, d, g, ctx)
     chk = np.empty(d, dtype=np.int64)
-    powmod_into(g, np.int64(-1), r, h, d, chk, ctx)
-    mul_linear_mod(chk, np.int64(0), h, d, ctx)  # x * g**r = x**p mod h
+    powmod_into(g, np.int64(-1), r if large else r_small, h, d, chk, ctx)
+    mul_linear_mod(chk, zero, h, d, ctx)  # x * g**r = x**p mod h
     if chk[1] != 1 or chk[0] != 0:
         return ROOTS_NOT_SPLIT
     for i in range(2, d):
@@ -331,7 +352,8 @@ def find_roots(f, out, seed, p):
     pool = np.empty(3 * d + 8, dtype=np.int64)
     offs = np.empty(d + 2, dtype=np.int64)
     degs = np.empty(d + 2, dtype=np.int64)
-    sp, top, ok = _split_classes(h, d, g, zetas, pool, offs, degs, np.int64(0), np.int64(0), ctx)
+    sp, top, ok = _split_classes(h, d, g, zetas if large else zetas_small, pool, offs, degs,
+                                 zero, zero, ctx)
     if not ok:  # every root in one class: start the random splitting from h itself
         offs[0] = 0
         degs[0] = d
@@ -348,11 +370,13 @@ def find_roots(f, out, seed, p):
             n_roots += 1
             continue
         gk = np.empty(k, dtype=np.int64)
+        large = k >= 64
         for _ in range(_MAX_SPLIT_ATTEMPTS):
             state, z = _splitmix64(state)
             a = np.int64(z % np.uint64(p))
-            powmod_into(gk, a, e, q, k, gk, ctx)
-            sp, top, ok = _split_classes(q, k, gk, zetas, pool, offs, degs, sp, o, ctx)
+            powmod_into(gk, a, e if large else e_small, q, k, gk, ctx)
+            sp, top, ok = _split_classes(q, k, gk, zetas if large else zetas_small, pool, offs,
+                                         degs, sp, o, ctx)
             if ok:
                 break
         else:
