@@ -1,4 +1,8 @@
-"""Field kernels against Python's exact integers (tests/reference/field_reference.py)."""
+"""Field kernels against Python's exact integers (tests/reference/field_reference.py).
+
+The kernels' ``py_func`` cannot serve as a reference here: the 128-bit product is a Numba
+intrinsic that only exists in compiled code, so the pure-Python references play that role.
+"""
 import numpy as np
 import pytest
 from hypothesis import given, settings
