@@ -25,7 +25,7 @@ __all__ = [
     "powmod_into", "gcd_into", "rem_monic_inplace", "eval_many_ctx",
 ]
 
-KARATSUBA_THRESHOLD = 48
+KARATSUBA_THRESHOLD = 32
 NEWTON_THRESHOLD = 64
 
 
