@@ -51,7 +51,8 @@ def make_fair_blobs(n_samples, n_features=10, n_clusters=3, *, groups_per_attrib
     bias : float in [0, 1]
     cluster_std, center_box : float
     dtype : float32 or float64
-    chunk_size : int, rows per generation chunk (the output does not depend on it)
+    chunk_size : int, rows per generation chunk (draws are made chunk by chunk, so the output
+        depends on it: keep the default to reproduce data across runs)
     random_state : None, int or numpy.random.Generator
 
     Returns
@@ -87,8 +88,6 @@ def make_fair_blobs(n_samples, n_features=10, n_clusters=3, *, groups_per_attrib
         mixes.append(np.cumsum(mix, axis=1))
     X = np.empty((n, d), dtype=dtype)
     groups = [np.empty(n, dtype=np.int64) for _ in sizes]
-    # One child stream per chunk keeps the output independent of chunk order and size... of the
-    # chunk count only through this fixed draw order.
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
         yy = y[lo:hi]
