@@ -22,7 +22,8 @@ from .._config import NUMBA_CACHE
 from .field import (addmod, batch_inverse_ctx, dot_reverse, field_context, inverse, mulmod_ctx,
                     negmod, powmod_ctx, reduce_wide, sub_scaled_into, submod, _mulhi,
                     accumulation_limit)
-from .polynomial import degree, eval_many_ctx, gcd_into, mul_linear_mod, powmod_into
+from .polynomial import degree, eval_many_ctx, gcd_into
+from .polynomial_mod import mul_linear_mod, powmod_into
 
 __all__ = [
     "power_sums", "berlekamp_massey", "find_roots", "forney_magnitudes",
