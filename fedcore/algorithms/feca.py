@@ -19,13 +19,12 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
-from numba import njit, prange
 
-from .._config import CHUNK_SIZE, NUMBA_CACHE
 from .._validation import check_array, check_int, check_random_state, check_scalar
 from ..federation.horizontal import HorizontalFederation
 from ..federation.ledger import SERVER, CommLedger
 from ..kernels.distances import assign_nearest
+from ..kernels.feca import cluster_statistics, greedy_ball_groups
 from ._base import BaseEstimator, check_is_fitted
 from .kmeans import KMeans
 
@@ -36,91 +35,6 @@ __all__ = ["FeCA", "FeCAResult", "FewerGroupsWarning", "feca", "client_update", 
 
 class FewerGroupsWarning(UserWarning):
     """ServerAggregation formed fewer groups than ``n_clusters`` (FeCA paper, Appendix E)."""
-
-
-# --------------------------------------------------------------------------------------------
-# Kernels
-# --------------------------------------------------------------------------------------------
-
-@njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
-def cluster_statistics(X, labels, centers, counts, sums, costs, max_sq):
-    """Per-cluster statistics of a client's Lloyd solution (inputs of Alg. 2, 3 and 4).
-
-    IN ``X`` float32/float64 (n, d); ``labels`` int64 (n,) in [0, k); ``centers`` float64 (k, d).
-    OUT ``counts`` float64 (k,) points per cluster; ``sums`` float64 (k, d) coordinate sums;
-    ``costs`` float64 (k,) the cluster cost ``G_i = sum ||x - c_i||^2`` about the centroid ``c_i``
-    (eq. (3)); ``max_sq`` float64 (k,) the largest squared distance ``||x - c_i||^2`` in the
-    cluster (``r'_i ** 2`` of Alg. 3 line 3 and Alg. 4 line 2; 0 for an empty cluster).
-
-    Rows are processed in fixed chunks of ``CHUNK_SIZE`` with per-chunk partials merged in chunk
-    order, so the results are bit-identical for any thread count.
-    """
-    n, d = X.shape
-    k = centers.shape[0]
-    n_chunks = max(1, -(-n // CHUNK_SIZE))
-    part_counts = np.zeros((n_chunks, k))
-    part_sums = np.zeros((n_chunks, k, d))
-    part_costs = np.zeros((n_chunks, k))
-    part_max = np.zeros((n_chunks, k))
-    for c in prange(n_chunks):
-        for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
-            a = labels[i]
-            acc = 0.0
-            for f in range(d):
-                x = np.float64(X[i, f])
-                t = x - centers[a, f]
-                acc += t * t
-                part_sums[c, a, f] += x
-            part_counts[c, a] += 1.0
-            part_costs[c, a] += acc
-            if acc > part_max[c, a]:
-                part_max[c, a] = acc
-    counts[:] = 0.0
-    sums[:, :] = 0.0
-    costs[:] = 0.0
-    max_sq[:] = 0.0
-    for c in range(n_chunks):
-        for a in range(k):
-            counts[a] += part_counts[c, a]
-            costs[a] += part_costs[c, a]
-            if part_max[c, a] > max_sq[a]:
-                max_sq[a] = part_max[c, a]
-            for f in range(d):
-                sums[a, f] += part_sums[c, a, f]
-
-
-@njit(cache=NUMBA_CACHE, nogil=True)
-def greedy_ball_groups(centers, radii, order, groups):
-    """Greedy grouping of Alg. 5 lines 2-8: balls around centroids in priority order.
-
-    IN ``centers`` float64 (N, d); ``radii`` float64 (N,); ``order`` int64 (N,), a permutation of
-    ``0..N-1`` giving the picking priority (Alg. 5 line 4: largest radius first).
-    OUT ``groups`` int64 (N,): the group of each centroid, numbered in order of formation.
-    Returns the number of groups.
-
-    The first ungrouped centroid ``i`` in ``order`` opens group ``g``, which takes every ungrouped
-    centroid ``t`` with ``||c_t - c_i||^2 <= r_i^2`` (line 5; the centroid itself is always in).
-    Membership depends on the set of ungrouped centroids only, never on their storage order.
-    """
-    n, d = centers.shape
-    groups[:] = -1
-    g = 0
-    for o in range(n):
-        i = order[o]
-        if groups[i] >= 0:
-            continue
-        r2 = radii[i] * radii[i]
-        for t in range(n):
-            if groups[t] >= 0:
-                continue
-            acc = 0.0
-            for f in range(d):
-                diff = centers[t, f] - centers[i, f]
-                acc += diff * diff
-            if acc <= r2:
-                groups[t] = g
-        g += 1
-    return g
 
 
 # --------------------------------------------------------------------------------------------
