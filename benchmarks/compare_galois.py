@@ -30,6 +30,7 @@ from fedcore.kernels.field import add_into, sub_into
 from fedcore.kernels.polynomial import poly_from_roots
 from fedcore.kernels.reed_solomon import berlekamp_massey, find_roots, power_sums
 from fedcore.secagg import SCMAClient, SCMASetup, SCMAServer
+from _timing import median_time
 
 try:
     import galois
@@ -38,16 +39,6 @@ except ImportError:  # fedcore-only timings
 
 M61 = 2**61 - 1
 M31 = 2**31 - 1
-
-
-def median_time(fn, repeats):
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
 
 
 def once(fn):

@@ -20,15 +20,7 @@ from sklearn.cluster._kmeans import _kmeans_plusplus as sk_vanilla_impl
 from sklearn.utils.extmath import row_norms
 
 import fedcore
-
-
-def median_time(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+from _timing import median_time
 
 
 def sk_vanilla(X, k, seed):
