@@ -51,6 +51,8 @@ def main():
     parser.add_argument("--k", type=int, nargs="+", default=[10, 100])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--lloyd-iter", type=int, default=10)
+    parser.add_argument("--data", choices=["uniform", "blobs"], default="uniform",
+                        help="uniform in the cube (worst case for pruning) or k Gaussian blobs")
     args = parser.parse_args()
 
     warm = np.random.default_rng(0).random((500, 3))
@@ -61,7 +63,8 @@ def main():
     print(f"{'n':>8} {'d':>3} {'k':>4} | {'seed ms':>8} {'vs greedy':>9} {'vs vanilla':>10} | "
           f"{'lloyd ms':>8} {'vs sklearn':>10} | {'removal us':>10}")
     for n, d, k in itertools.product(args.n, args.d, args.k):
-        X = np.random.default_rng(0).random((n, d))
+        X = np.random.default_rng(0).random((n, d)) if args.data == "uniform" else \
+            fedcore.datasets.make_gaussian_mixture(n, d, k, cluster_std=0.05, random_state=0)[0]
         t_fc = median_time(lambda: fedcore.kmeans_plusplus(X, k, random_state=0), args.repeats)
         t_greedy = median_time(lambda: sk_kmeans_plusplus(X, k, random_state=0), args.repeats)
         t_vanilla = median_time(lambda: sk_vanilla(X, k, 0), args.repeats)
