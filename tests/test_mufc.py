@@ -157,6 +157,7 @@ def test_secure_and_plain_give_identical_models():
     b = MUFC(5, client_clusters=2, secure=False, random_state=4).fit(fed)
     for m in (a, b):
         m.remove(2, [int(fed.client(2)[1][3])])
+        assert m.remove(4, [int(m._clients[4].center_ids_[0])]).client_retrained
         m.remove_clients([5])
     np.testing.assert_array_equal(a.aggregate_[0], b.aggregate_[0])
     np.testing.assert_array_equal(a.aggregate_[1], b.aggregate_[1])
@@ -164,19 +165,19 @@ def test_secure_and_plain_give_identical_models():
 
 
 def test_secure_server_receives_only_masked_syndromes():
-    """The server-side decode gets uint64 field elements of the setup's message length, and no
+    """What the server adds up are uint64 field elements of the setup's message length, and no
     message equals the client's unmasked syndromes (the plaintext vector's encoding)."""
     X, fed = _gaussian_federation()
     m = MUFC(5, client_clusters=2, secure=True, random_state=0).fit(fed)
     agg = m._aggregator
     seen = {}
-    original = agg.server.decode
+    original = agg.server.aggregate
 
     def spy(messages, **kwargs):
         seen.update(messages)
         return original(messages, **kwargs)
 
-    agg.server.decode = spy
+    agg.server.aggregate = spy
     m.remove(1, [int(fed.client(1)[1][0])])
     assert sorted(seen) == list(range(10))
     for l, msg in seen.items():

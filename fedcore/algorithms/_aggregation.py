@@ -51,6 +51,35 @@ class SCMAAggregator:
         self.clients = [SCMAClient(l, self.setup) for l in range(n_clients)]
         self.server = SCMAServer(self.setup)
         self._prepared = None
+        self._max_changes = 2 * client_clusters  # one client re-seeding changes <= 2 K' bins
+        self._last = None  # (aggregate syndromes, bins, counts) of the previous round
+
+    def _decode(self, total, round):
+        """Decode the sum; after the first round, decode only its change when that is sparse.
+
+        Both sums are what the server learns anyway, so decoding their difference reveals
+        nothing more; it costs O(K' * message) instead of a full decode (Berlekamp-Massey on the
+        first 2 * 2K' syndromes). A change too large to decode this way (e.g. whole clients
+        leaving) falls back to the full decode.
+        """
+        from ..secagg import SCMADecodeError
+        bins = counts = None
+        if self._last is not None:
+            previous, old_bins, old_counts = self._last
+            try:
+                change_bins, change = self.server.decode_change(
+                    total, previous, max_changes=self._max_changes, round=round)
+                bins, counts = sum_sparse([(old_bins, old_counts),
+                                           (change_bins.reshape(-1, old_bins.shape[1]), change)])
+                if (counts < 0).any():
+                    bins = None
+            except SCMADecodeError:
+                bins = None
+        if bins is None:
+            bins, counts = self.server.decode_sum(total, round=round)
+            bins = np.asarray(bins, dtype=np.int64).reshape(-1, self.setup.n_dims)
+        self._last = (total, bins, counts)
+        return bins, counts
 
     def aggregate(self, vectors, round, ledger):
         participants = sorted(vectors)
@@ -65,7 +94,8 @@ class SCMAAggregator:
                                                  participants=participants, ledger=ledger)
             encode = max(encode, time.perf_counter() - t0)
         t0 = time.perf_counter()
-        bins, counts = self.server.decode(messages, round=round, participants=participants)
+        total = self.server.aggregate(messages, round=round, participants=participants)
+        bins, counts = self._decode(total, round)
         decode = time.perf_counter() - t0
         # Masks of the next round are generated offline, between requests (the MUFC paper does
         # not count noise generation); their cost is reported apart.

@@ -4,7 +4,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .._validation import check_int
-from ..kernels.field import add_into, batch_inverse, mul_into
+from ..kernels.field import add_into, batch_inverse, mul_into, sub_into
 from ..kernels.reed_solomon import (berlekamp_massey, find_roots, forney_magnitudes, power_sums,
                                     solve_transposed_vandermonde)
 from ._errors import SCMADecodeError
@@ -168,6 +168,92 @@ class SCMAServer:
         counts = np.concatenate(counts)
         order = s.sort_order(bins, np.concatenate(points))
         return bins[order], counts[order]
+
+    def decode_change(self, total, previous_total, *, max_changes, round=0):
+        """Decode the change between two aggregates: the few bins whose count changed.
+
+        The difference of two rounds' aggregates (``aggregate`` outputs; masks cancel in each) is
+        the syndrome vector of ``q' - q``, which is sparse when the sum changed little (one bin for
+        a point removed from a client, at most 2 K' when a client re-seeds). Berlekamp-Massey then
+        needs only the first ``2 * max_changes`` syndromes of each shard, so this costs
+        O(max_changes * message rows) instead of a full decode. The decoded change must reproduce
+        every count syndrome and check syndrome of the difference (so it is the unique sparse
+        solution, Appendix J), and in hashed spaces its coordinates must hash back to its points.
+
+        Parameters
+        ----------
+        total, previous_total : ndarray of shape (setup.message_length,)
+            Aggregates (``aggregate``) of two rounds, for any participant sets.
+        max_changes : int
+            Largest number of changed bins per shard to look for.
+
+        Returns
+        -------
+        bins : ndarray of shape (m,) or (m, n_dims), int64, sorted
+        changes : ndarray of shape (m,), int64, nonzero signed count changes (residues above
+            p / 2 are negative)
+
+        Raises
+        ------
+        SCMADecodeError
+            If the change is not sparse enough or is inconsistent; decode the full sum instead.
+        """
+        s = self.setup
+        max_changes = check_int(max_changes, "max_changes", min_value=1)
+        total = np.asarray(total, dtype=np.int64)
+        previous_total = np.asarray(previous_total, dtype=np.int64)
+        for name, arr in (("total", total), ("previous_total", previous_total)):
+            if arr.shape != (s.message_length,):
+                raise ValueError(f"Argument {name!r} must have shape ({s.message_length},), got "
+                                 f"{arr.shape}")
+        delta = total.copy()
+        sub_into(delta, previous_total, s.prime)
+        bins, counts, points = [], [], []
+        for shard in range(s.n_shards):
+            b, c, x = self._decode_shard_change(
+                delta[shard * s.shard_length:(shard + 1) * s.shard_length], shard, round,
+                min(max_changes, s.shard_capacity))
+            bins.append(b)
+            counts.append(c)
+            points.append(x)
+        bins = np.concatenate(bins, axis=0)
+        counts = np.concatenate(counts)
+        order = s.sort_order(bins, np.concatenate(points))
+        signed = np.where(counts > s.prime // 2, counts - s.prime, counts)
+        return bins[order], signed[order]
+
+    def _decode_shard_change(self, block, shard, round, m):
+        s = self.setup
+        p = s.prime
+        syn = np.ascontiguousarray(block[:s.count_length])
+        lam = np.zeros(2 * m + 1, dtype=np.int64)
+        L = berlekamp_massey(syn[:2 * m].copy(), lam, p)
+        if L > m:
+            raise self._fail(shard, round, f"the change has more than {m} bins")
+        if L == 0:
+            if syn.any():
+                raise self._fail(shard, round, "the change is not sparse (zero locator, nonzero "
+                                 "syndromes)")
+            return self._empty()
+        points = np.zeros(L, dtype=np.int64)
+        if lam[L] == 0 or find_roots(lam[:L + 1][::-1].copy(), points, 0x5CA7 + shard, p) != L:
+            raise self._fail(shard, round, "the locator of the change does not split")
+        counts = np.zeros(L, dtype=np.int64)
+        if forney_magnitudes(syn, lam, L, points, counts, p) >= 0 or not counts.all():
+            raise self._fail(shard, round, "Forney's formula met a repeated or zero root")
+        again = np.zeros((1, s.count_length), dtype=np.int64)
+        power_sums(points, counts.reshape(1, L), 0, again, p)
+        if not np.array_equal(again[0], syn):
+            raise self._fail(shard, round, "the decoded change does not reproduce the syndromes")
+        if s.hashed:
+            bins = self._coordinates(block, points, counts, shard, round)
+        else:
+            bins, ok = s.bins_of_points(points)
+            if not ok.all():
+                raise self._fail(shard, round, "a changed point is not a bin of the index space")
+        if s.n_shards > 1 and (s.shard_of(points) != shard).any():
+            raise self._fail(shard, round, "a changed point does not belong to this shard")
+        return bins, counts, points
 
     def _fail(self, shard, round, reason):
         where = f"shard {shard} of {self.setup.n_shards}, " if self.setup.n_shards > 1 else ""
