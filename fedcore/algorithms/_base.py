@@ -41,6 +41,14 @@ class BaseEstimator:
                 parts.append(f"{name}={value!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
 
+    def _store_result(self, result):
+        """Set each field ``f`` of a fit result (a NamedTuple) as the fitted attribute ``f_``,
+        and ``n_features_in_`` from ``cluster_centers_``; returns self."""
+        for name, value in result._asdict().items():
+            setattr(self, name + "_", value)
+        self.n_features_in_ = self.cluster_centers_.shape[1]
+        return self
+
     def __sklearn_tags__(self):
         # Only scikit-learn calls this, so importing it here adds no run-time dependency.
         from sklearn.utils import Tags, TargetTags, InputTags, TransformerTags

@@ -7,18 +7,16 @@ Theta by eq. (31) and U by eq. (32). Fair-LP (Bera et al. 2019) assigns rows to 
 a linear program solved with HiGHS and rounds it iteratively.
 """
 import math
-import numbers
 
 import numpy as np
 
 from .._validation import check_array, check_int, check_random_state, check_scalar
 from ..federation.ledger import CommLedger
-from ..federation.vertical import VerticalFederation
 from ..kernels.distances import pairwise_sq_distances
 from ..metrics.fairness import _check_bounds, _encode_groups, balance, sse
 from ._base import BaseEstimator
-from .cdkm import _Engine, _Party, _check_data, _final_centers, _initial_labels, \
-    _resolve_block_size
+from .cdkm import (_check_data, _Engine, _final_centers, _initial_labels, _Party,
+                   _resolve_block_size, _store_bcd_result)
 from .kmeans import KMeans, _kmeans_plusplus_lazy
 
 __all__ = ["FairKMeans", "FairLP", "fair_kmeans"]
@@ -255,23 +253,9 @@ class FairKMeans(BaseEstimator):
         params = self.get_params()
         k = params.pop("n_clusters")
         result = fair_kmeans(X, k, groups, **params)
-        self.labels_ = result["labels"]
-        self.cluster_centers_ = result["centers"].astype(result["dtype"], copy=False)
-        self.inertia_ = result["inertia"]
-        self.balance_ = result["balance"]
-        self.violation_ = result["violation"]
-        self.n_iter_ = result["n_iter"]
-        self.objective_history_ = result["objective_history"]
-        self.violation_history_ = result["violation_history"]
-        self.n_ranges_ = result["n_ranges"]
-        self.alpha_ = result["alpha"]
-        self.beta_ = result["beta"]
-        self.n_features_in_ = self.cluster_centers_.shape[1]
-        if result["comm"] is not None:
-            self.comm_ = result["comm"]
-        elif hasattr(self, "comm_"):
-            del self.comm_
-        return self
+        for name in ("balance", "violation", "violation_history", "alpha", "beta"):
+            setattr(self, name + "_", result[name])
+        return _store_bcd_result(self, result)
 
     def fit_predict(self, X, y=None, groups=None):
         return self.fit(X, groups=groups).labels_

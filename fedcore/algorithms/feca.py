@@ -476,16 +476,7 @@ class FeCA(BaseEstimator):
 
     def fit(self, federation, y=None):
         """Run Alg. 1 on ``federation`` (a HorizontalFederation or a list of client arrays)."""
-        result = feca(federation, **self.get_params())
-        self.cluster_centers_ = result.cluster_centers
-        self.client_centers_ = result.client_centers
-        self.client_radii_ = result.client_radii
-        self.groups_ = result.groups
-        self.n_groups_ = result.n_groups
-        self.client_removed_ = result.client_removed
-        self.comm_ = result.comm
-        self.n_features_in_ = self.cluster_centers_.shape[1]
-        return self
+        return self._store_result(feca(federation, **self.get_params()))
 
     def predict(self, X):
         """Index of the nearest row of ``cluster_centers_`` for each row of X (lowest on ties)."""

@@ -254,12 +254,7 @@ class FFCM(BaseEstimator):
 
     def fit(self, federation, y=None):
         """Run FFCM on ``federation`` (a HorizontalFederation or a list of client arrays)."""
-        result = ffcm(federation, **self.get_params())
-        self.cluster_centers_ = result.cluster_centers
-        self.history_ = result.history
-        self.comm_ = result.comm
-        self.n_features_in_ = self.cluster_centers_.shape[1]
-        return self
+        return self._store_result(ffcm(federation, **self.get_params()))
 
     def predict(self, X):
         """Index of the nearest center for each row of X (lowest on ties)."""

@@ -146,13 +146,7 @@ class KFed(BaseEstimator):
 
     def fit(self, federation, y=None):
         """Run k-FED on ``federation`` (a HorizontalFederation or a list of client arrays)."""
-        result = kfed(federation, **self.get_params())
-        self.cluster_centers_ = result.cluster_centers
-        self.client_centers_ = result.client_centers
-        self.start_client_ = result.start_client
-        self.comm_ = result.comm
-        self.n_features_in_ = self.cluster_centers_.shape[1]
-        return self
+        return self._store_result(kfed(federation, **self.get_params()))
 
     def predict(self, X):
         """Index of the nearest global center for each row of X (lowest on ties)."""

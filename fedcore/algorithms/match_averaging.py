@@ -155,15 +155,7 @@ class MatchAveraging(BaseEstimator):
 
     def fit(self, federation, y=None):
         """Run M-Avg on ``federation`` (a HorizontalFederation or a list of client arrays)."""
-        result = match_averaging(federation, **self.get_params())
-        self.cluster_centers_ = result.cluster_centers
-        self.client_centers_ = result.client_centers
-        self.matches_ = result.matches
-        self.template_client_ = result.template_client
-        self.n_iter_ = result.n_iter
-        self.comm_ = result.comm
-        self.n_features_in_ = self.cluster_centers_.shape[1]
-        return self
+        return self._store_result(match_averaging(federation, **self.get_params()))
 
     def predict(self, X):
         """Index of the nearest center for each row of X (lowest on ties)."""

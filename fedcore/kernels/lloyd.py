@@ -3,7 +3,7 @@
 Rows are split into fixed chunks of ``CHUNK_SIZE``; each chunk writes its own partial sums and the
 partials are merged serially in chunk order, so every output is bit-identical for any thread count.
 
-:func:`lloyd_iteration_bounded` skips the distances to the other centers for rows whose nearest
+:func:`lloyd_run` skips the distances to the other centers for rows whose nearest
 center provably cannot change (Hamerly 2010: one lower bound per row on the distance to its second
 nearest center, and half the distance from its center to the nearest other center). The distance
 to the row's own center is always recomputed exactly, so labels, distances, sums and inertia are
@@ -18,8 +18,7 @@ from .._config import CHUNK_SIZE, NUMBA_CACHE
 from ._parallel import chunked_kernel
 from .distances import row_distances
 
-__all__ = ["lloyd_iteration", "lloyd_iteration_bounded", "half_separation", "relocate_empty",
-           "lloyd_run"]
+__all__ = ["lloyd_iteration", "half_separation", "relocate_empty", "lloyd_run"]
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
@@ -136,26 +135,6 @@ def _plain(kernel, X, weights, centers, labels, distances, center_sums, weight_s
 lloyd_iteration.py_func = functools.partial(_plain, _lloyd_chunks.py_func)
 
 
-def lloyd_iteration_bounded(X, weights, centers, half_sep, margin, labels, lower, distances,
-                            center_sums, weight_sums):
-    """:func:`lloyd_iteration` that skips rows whose nearest center cannot change.
-
-    Extra parameters
-    ----------------
-    half_sep : float64 (k,)   IN, half the distance from each center to its nearest other center
-    margin : float            IN, absolute slack against rounding in the bounds (>= 0)
-    labels : int64 (n,)       IN/OUT, the previous labels are read where ``lower > 0``
-    lower : float64 (n,)      IN/OUT, lower bound on the distance (not squared) from each row to
-                              every center other than its own; 0 forces a full scan. The caller
-                              decreases it by the largest center drift between iterations.
-
-    A row is skipped when ``sqrt(d(x, c_a)) + margin < max(lower, half_sep[a])``: then ``c_a`` is
-    strictly nearest, so the skip never changes a label (Hamerly 2010, eq. for the bound test).
-    """
-    return _lloyd_chunks(X, weights, centers, half_sep, margin, True, labels, lower, distances,
-                         center_sums, weight_sums)
-
-
 @njit(cache=NUMBA_CACHE, nogil=True)
 def half_separation(centers, out):
     """OUT ``out`` float64 (k,): half the distance from each center to its nearest other center
@@ -215,7 +194,7 @@ def lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances):
 
     IN/OUT ``centers`` float64 (k, d): initial, then final centers. OUT ``labels`` int64 (n,),
     ``distances`` float64 (n,) for the final centers. Each iteration is the E-step of
-    :func:`lloyd_iteration_bounded`, then :func:`relocate_empty`, then the mean update. Stops when
+    the bounded chunk pass, then :func:`relocate_empty`, then the mean update. Stops when
     the labels no longer change (strict convergence), when the squared center shift is at most
     ``tol`` (absolute), or after ``max_iter`` iterations, as scikit-learn's Lloyd; a last
     E-step gives labels and inertia for the final centers. The whole loop is compiled because the
