@@ -8,7 +8,6 @@ same kernels range by range, the server summing the parties' objectives (eq. (18
 message recorded in a :class:`~fedcore.federation.CommLedger`.
 """
 import math
-import numbers
 
 import numpy as np
 
@@ -124,13 +123,15 @@ class _Engine:
             stack = [(block_lo, min(self.n, block_lo + self.block_size), -1)]
             while stack:
                 lo, hi, made_at = stack.pop()
-                ranges += 1
-                self.round += 1
                 offset = lo - block_lo
                 if made_at == version:  # proposals still valid (see bcd_sweep)
                     n_moves = int(np.count_nonzero(
                         new_labels[offset:offset + hi - lo] != labels[lo:hi]))
-                else:
+                    if n_moves == 0:  # nothing to evaluate or send: not a round
+                        continue
+                ranges += 1
+                self.round += 1
+                if made_at != version:
                     n_moves = self._evaluate(lo, hi, block_lo, tables, tentative, server_counts,
                                              tol, rho, fair_scale)
                 if n_moves == 0:
@@ -270,6 +271,23 @@ def bcd_kmeans(X, n_clusters, *, block_size="auto", max_iter=300, random_state=N
             "block_size": nb, "dtype": arrays[0].dtype}
 
 
+def _store_bcd_result(estimator, result):
+    """Fitted attributes shared by BCDKM and FairKMeans from a sweep result dict; ``comm_`` only
+    for federated fits."""
+    estimator.labels_ = result["labels"]
+    estimator.cluster_centers_ = result["centers"].astype(result["dtype"], copy=False)
+    estimator.inertia_ = result["inertia"]
+    estimator.n_iter_ = result["n_iter"]
+    estimator.objective_history_ = result["objective_history"]
+    estimator.n_ranges_ = result["n_ranges"]
+    estimator.n_features_in_ = estimator.cluster_centers_.shape[1]
+    if result["comm"] is not None:
+        estimator.comm_ = result["comm"]
+    elif hasattr(estimator, "comm_"):
+        del estimator.comm_
+    return estimator
+
+
 class BCDKM(BaseEstimator):
     """Block coordinate descent k-means (BCDKM, Alg. 2); DisBCDKM (Alg. 3) on a federation.
 
@@ -343,18 +361,7 @@ class BCDKM(BaseEstimator):
         """Fit on an array of shape (n_samples, n_features) or a ``VerticalFederation``."""
         result = bcd_kmeans(X, self.n_clusters, max_iter=self.max_iter,
                             random_state=self.random_state, **self._fit_params())
-        self.labels_ = result["labels"]
-        self.cluster_centers_ = result["centers"].astype(result["dtype"], copy=False)
-        self.inertia_ = result["inertia"]
-        self.n_iter_ = result["n_iter"]
-        self.objective_history_ = result["objective_history"]
-        self.n_ranges_ = result["n_ranges"]
-        self.n_features_in_ = self.cluster_centers_.shape[1]
-        if result["comm"] is not None:
-            self.comm_ = result["comm"]
-        elif hasattr(self, "comm_"):
-            del self.comm_
-        return self
+        return _store_bcd_result(self, result)
 
     def fit_predict(self, X, y=None):
         return self.fit(X).labels_

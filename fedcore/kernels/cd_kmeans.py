@@ -341,7 +341,8 @@ def bcd_sweep(X, shift, xx, labels, sums, counts, sqnorms, codes, group_counts, 
     Returns
     -------
     n_moved : int, rows that changed label
-    n_ranges : int, ranges evaluated (the number of blocks when no block is split)
+    n_ranges : int, ranges evaluated or applied (the number of blocks when no block is split);
+        a half-block whose still-valid proposals move nothing is not counted
     """
     n, d = X.shape
     k = sums.shape[0]
@@ -368,13 +369,15 @@ def bcd_sweep(X, shift, xx, labels, sums, counts, sqnorms, codes, group_counts, 
             top -= 1
             lo = stack[top, 0]
             hi = stack[top, 1]
-            n_ranges += 1
             if stack[top, 2] == version:
                 n_moves = 0
                 for i in range(lo, hi):
                     if new_labels[i - block_lo] != labels[i]:
                         n_moves += 1
+                if n_moves > 0:  # a reused range without moves is not evaluated
+                    n_ranges += 1
             else:
+                n_ranges += 1
                 fair_tables(group_counts, counts, theta, u, rho, fair_scale, base, correction)
                 n_moves = _propose(X, shift, xx, lo, hi, block_lo, labels, sums, counts, sqnorms,
                                    codes, base, correction, tol, phi, tentative, new_labels)
