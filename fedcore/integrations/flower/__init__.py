@@ -1,0 +1,10 @@
+"""fedcore on Flower (the ``flower`` extra): ServerApps and ClientApps built from fedcore's own
+algorithm objects, so each method has one implementation whether it runs in one process or
+across Flower nodes.
+
+Flower's built-in secure aggregation (SecAgg+) sums dense vectors modulo 2**k, so MUFC's sparse
+counts travel as fedcore's SCMA messages (uint64 ``ArrayRecord``s) instead.
+"""
+from ._common import FlowerApps, FlowerRoundError, simulate
+
+__all__ = ["FlowerApps", "FlowerRoundError", "simulate"]

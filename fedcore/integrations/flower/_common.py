@@ -1,0 +1,220 @@
+"""Plumbing shared by fedcore's Flower apps: rounds that fail loudly, records, local data.
+
+Every fedcore app talks to its nodes through :func:`exchange`: one message per node, and either a
+reply from every node or a :class:`FlowerRoundError` naming the nodes that failed or timed out.
+Servers publish a model only after their last round succeeded, so a failure never leaves a
+partial model behind.
+
+Settings are flat ``UserConfig`` dictionaries (Flower's run and node configs): an app's defaults,
+overridden by the run config (``[tool.flwr.app.config]`` or ``flwr run --run-config``), overridden
+by the node config (``--node-config``, or ``partition-id`` / ``num-partitions`` in simulation).
+"""
+import logging
+import time
+import warnings
+
+import numpy as np
+
+__all__ = ["FlowerRoundError", "FlowerApps", "exchange", "wait_for_nodes", "arrays_record",
+           "read_arrays", "settings", "local_partition", "federation_from_settings",
+           "simulate", "seed_sequence_config", "generator_from_config"]
+
+DEFAULT_TIMEOUT = 600.0  # seconds a round may take before the missing nodes are reported
+
+
+def require_flwr():
+    """Import flwr, or raise an ImportError that says how to install it."""
+    try:
+        import flwr  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError("fedcore's Flower apps need the optional dependency flwr: "
+                          "pip install 'fedcore[flower]'") from exc
+    return flwr
+
+
+class FlowerRoundError(RuntimeError):
+    """A round could not complete: some nodes replied with an error or not at all.
+
+    Attributes
+    ----------
+    stage : str, the round that failed (message type and round number)
+    failures : dict {node_id: reason}; the reason is the node's error, or "no reply within
+        <timeout> s"
+    """
+
+    def __init__(self, stage, failures):
+        self.stage = stage
+        self.failures = dict(failures)
+        lines = "; ".join(f"node {node}: {reason}" for node, reason in sorted(self.failures.items()))
+        super().__init__(f"Round {stage!r} failed on {len(self.failures)} node(s), no model was "
+                         f"published. {lines}")
+
+
+def _short(reason, limit=400):
+    reason = (reason or "").strip()
+    tail = reason.splitlines()[-1] if reason else "unknown error"
+    return tail if len(tail) <= limit else tail[:limit] + "..."
+
+
+def wait_for_nodes(grid, n_nodes, timeout=DEFAULT_TIMEOUT):
+    """Node ids of the run, sorted, once ``n_nodes`` nodes are connected.
+
+    Raises ``FlowerRoundError`` (stage "connect") when fewer connect within ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        nodes = sorted(grid.get_node_ids())
+        if len(nodes) >= n_nodes:
+            return nodes[:n_nodes] if len(nodes) > n_nodes else nodes
+        if time.monotonic() > deadline:
+            raise FlowerRoundError("connect", {"-": f"{len(nodes)} of {n_nodes} node(s) "
+                                                    f"connected within {timeout} s"})
+        time.sleep(0.02)
+
+
+def exchange(grid, contents, message_type, stage, timeout=DEFAULT_TIMEOUT):
+    """Send ``contents[node]`` (a RecordDict) to every node and return ``{node: reply content}``.
+
+    Raises :class:`FlowerRoundError` naming every node whose reply is an error or is missing
+    after ``timeout`` seconds; no reply of the round is returned in that case.
+    """
+    from flwr.app import Message
+    messages = [Message(content, dst_node_id=node, message_type=message_type,
+                        group_id=str(stage), ttl=timeout) for node, content in contents.items()]
+    replies = grid.send_and_receive(messages, timeout=timeout)
+    got, failures = {}, {}
+    for reply in replies:
+        node = reply.metadata.src_node_id
+        if reply.has_error():
+            failures[node] = _short(reply.error.reason)
+        else:
+            got[node] = reply.content
+    for node in contents:
+        if node not in got and node not in failures:
+            failures[node] = f"no reply within {timeout} s"
+    if failures:
+        raise FlowerRoundError(f"{message_type} {stage}", failures)
+    return got
+
+
+def arrays_record(**arrays):
+    """An ``ArrayRecord`` holding the given NumPy arrays under their names (dtypes kept)."""
+    from flwr.app import Array, ArrayRecord
+    return ArrayRecord({name: Array(np.ascontiguousarray(a)) for name, a in arrays.items()})
+
+
+def read_arrays(record):
+    """``{name: ndarray}`` of an ``ArrayRecord`` written by :func:`arrays_record`."""
+    return {name: array.numpy() for name, array in record.items()}
+
+
+def seed_sequence_config(rng):
+    """The seed of a NumPy Generator as config values (entropy as a decimal string: 128 bits do
+    not fit Flower's int64 config values)."""
+    seq = rng.bit_generator.seed_seq
+    return {"entropy": str(seq.entropy), "spawn-key": [int(k) for k in seq.spawn_key]}
+
+
+def generator_from_config(config):
+    """The Generator whose seed :func:`seed_sequence_config` wrote: the same stream."""
+    seq = np.random.SeedSequence(int(config["entropy"]), spawn_key=tuple(config["spawn-key"]))
+    return np.random.Generator(np.random.PCG64(seq))
+
+
+def settings(defaults, context):
+    """Defaults, then the run config, then the node config (later ones win)."""
+    out = dict(defaults)
+    out.update(dict(context.run_config))
+    out.update(dict(context.node_config))
+    return out
+
+
+def federation_from_settings(cfg):
+    """The horizontal federation that ``cfg`` describes, built identically on every node.
+
+    Keys: ``dataset`` (a :data:`fedcore.datasets.MUFC_SHAPES` name, e.g. "gaussian", or "s1" ..
+    "s4" for :func:`fedcore.datasets.make_s_sets`),
+    ``num-partitions`` (clients), ``partition`` ("iid", "noniid" or "dirichlet"),
+    ``clusters-per-client`` (noniid), ``alpha`` (dirichlet), ``data-seed``.
+    """
+    from ... import datasets
+    from ...federation import partition
+    seed = int(cfg.get("data-seed", 0))
+    name = str(cfg.get("dataset", "gaussian"))
+    if name in ("s1", "s2", "s3", "s4"):
+        X, y, _ = datasets.make_s_sets(int(name[1]), random_state=seed)
+    else:
+        X, y, _ = datasets.load_mufc_standin(name, random_state=seed)
+    scheme = str(cfg.get("partition", "iid"))
+    kwargs = {}
+    if scheme == "noniid":
+        kwargs["clusters_per_client"] = int(cfg.get("clusters-per-client", 5))
+    if scheme == "dirichlet":
+        kwargs["alpha"] = float(cfg.get("alpha", 0.3))
+    return partition(X, int(cfg["num-partitions"]), scheme, labels=y, random_state=seed,
+                     **kwargs)
+
+
+def local_partition(cfg):
+    """This node's data: ``(X, ids, partition_id, n_partitions)``.
+
+    With ``data-path`` in the node config, the node reads an ``.npz`` file holding ``X`` and
+    optionally ``ids`` (default ``0..n-1``); ``partition-id`` and ``num-partitions`` still say
+    which client it is. Otherwise the node builds :func:`federation_from_settings` and keeps its
+    own partition. The server never sends data.
+    """
+    pid, n_parts = int(cfg["partition-id"]), int(cfg["num-partitions"])
+    if cfg.get("data-path"):
+        with np.load(str(cfg["data-path"])) as data:
+            X = np.asarray(data["X"], dtype=np.float64)
+            ids = np.asarray(data["ids"], dtype=np.int64) if "ids" in data else \
+                np.arange(X.shape[0], dtype=np.int64)
+        return X, ids, pid, n_parts
+    X, ids = federation_from_settings(cfg).client(pid)
+    return X, ids, pid, n_parts
+
+
+class FlowerApps:
+    """A ``ServerApp`` and a ``ClientApp`` of one fedcore method, and the model the server
+    publishes once every round has succeeded (``result``, None before or after a failure)."""
+
+    def __init__(self, server_app, client_app):
+        self.server_app = server_app
+        self.client_app = client_app
+        self.result = None
+
+    def publish(self, result):
+        self.result = result
+
+    def simulate(self, n_nodes, *, backend_config=None, verbose=False):
+        """Run both apps with Flower's simulation engine (Ray backend) on ``n_nodes`` nodes and
+        return the published result; a failed round raises :class:`FlowerRoundError`."""
+        self.result = None
+        simulate(self.server_app, self.client_app, n_nodes, backend_config=backend_config,
+                 verbose=verbose)
+        if self.result is None:
+            raise RuntimeError("The Flower run ended without publishing a model")
+        return self.result
+
+
+def simulate(server_app, client_app, n_nodes, *, backend_config=None, verbose=False):
+    """``flwr.simulation.run_simulation`` with the Ray backend, one CPU per ClientApp actor.
+
+    Exceptions raised in the ServerApp (e.g. :class:`FlowerRoundError`) propagate to the caller.
+    """
+    require_flwr()
+    from flwr.simulation import run_simulation
+    config = {"client_resources": {"num_cpus": 1, "num_gpus": 0.0}}
+    if backend_config:
+        config.update(backend_config)
+    flwr_logger = logging.getLogger("flwr")
+    level = flwr_logger.level
+    if not verbose:
+        flwr_logger.setLevel(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            run_simulation(server_app, client_app, num_supernodes=int(n_nodes),
+                           backend_name="ray", backend_config=config, verbose_logging=verbose)
+    finally:
+        flwr_logger.setLevel(level)
