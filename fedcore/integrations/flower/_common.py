@@ -176,12 +176,17 @@ def local_partition(cfg):
 
 class FlowerApps:
     """A ``ServerApp`` and a ``ClientApp`` of one fedcore method, and the model the server
-    publishes once every round has succeeded (``result``, None before or after a failure)."""
+    publishes once every round has succeeded (``result``, None before or after a failure).
+
+    ``n_nodes`` is the number of nodes the server waits for: set by :meth:`simulate`, else the
+    ``num-nodes`` setting of the run config.
+    """
 
     def __init__(self, server_app, client_app):
         self.server_app = server_app
         self.client_app = client_app
         self.result = None
+        self.n_nodes = None
 
     def publish(self, result):
         self.result = result
@@ -190,6 +195,7 @@ class FlowerApps:
         """Run both apps with Flower's simulation engine (Ray backend) on ``n_nodes`` nodes and
         return the published result; a failed round raises :class:`FlowerRoundError`."""
         self.result = None
+        self.n_nodes = int(n_nodes)
         simulate(self.server_app, self.client_app, n_nodes, backend_config=backend_config,
                  verbose=verbose)
         if self.result is None:
