@@ -158,6 +158,48 @@ def test_server_needs_only_the_public_parameters():
         SCMAClient(0, setup.public()).encode([1], [1], round=2)
 
 
+@pytest.mark.parametrize("kw", [dict(index_space=50, prime=101),
+                                dict(n_dims=3, bins=40, capacity=600)])
+def test_public_config_rebuilds_the_public_setup(kw):
+    kw = dict({"capacity": 4}, **kw)
+    setup = SCMASetup(3, random_state=7, **kw)
+    config = setup.public_config()
+    assert all(v is None or isinstance(v, (int, float)) for v in config.values())
+    assert all(v is None or abs(v) < 2**63 for v in config.values())
+    public = SCMASetup.from_public_config(config)
+    same = setup.public()
+    for name in ("prime", "nonce", "hash_key", "shard_key", "n_shards", "shard_capacity",
+                 "message_length", "n_chunks", "max_count"):
+        assert getattr(public, name) == getattr(same, name), name
+    bins = [[1, 2, 3], [4, 5, 6]] if "n_dims" in kw else [1, 2]
+    msgs = [SCMAClient(l, setup).encode(bins[:1 + (l > 0)], [1] * (1 + (l > 0)), round=0)
+            for l in range(3)]
+    expected = SCMAServer(same).decode(msgs, round=0)
+    got = SCMAServer(public).decode(msgs, round=0)
+    for a, b in zip(expected, got):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="public parameters only"):
+        public.pair_seed(0, 1)
+
+
+def test_clients_with_agreed_pair_seeds_need_only_the_public_setup():
+    setup = SCMASetup(4, 8, prime=101, index_space=50, random_state=1)
+    public = setup.public()
+    rng = np.random.default_rng(0)
+    agreed = {(a, b): int(rng.integers(2**62)) << 64 for a in range(4) for b in range(a + 1, 4)}
+    seeds = [{o: agreed[min(l, o), max(l, o)] for o in range(4) if o != l} for l in range(4)]
+    clients = [SCMAClient(l, public, pair_seeds=seeds[l]) for l in range(4)]
+    msgs = [c.encode([l + 3], [l + 1], round=2) for l, c in enumerate(clients)]
+    bins, counts = SCMAServer(public).decode(msgs, round=2)
+    assert bins.tolist() == [3, 4, 5, 6] and counts.tolist() == [1, 2, 3, 4]
+    # The setup's own seeds, handed over explicitly, give the same messages as the setup.
+    own = SCMAClient(0, public, pair_seeds={o: setup.pair_seed(0, o) for o in (1, 2, 3)})
+    np.testing.assert_array_equal(own.encode([7], [1], round=3),
+                                  SCMAClient(0, setup).encode([7], [1], round=3))
+    with pytest.raises(ValueError, match="shares no seed with client 3"):
+        SCMAClient(0, public, pair_seeds={1: 5, 2: 6}).encode([1], [1], round=0)
+
+
 def test_encode_and_decode_record_messages_in_a_ledger():
     setup = SCMASetup(3, 4, prime=101, index_space=50, random_state=0)
     client_ledger, server_ledger = CommLedger(), CommLedger()

@@ -25,13 +25,17 @@ class PlainAggregator:
     def __init__(self, n_clients, client_clusters, n_bins, n_dims, rng):
         self.n_dims = n_dims
 
-    def aggregate(self, vectors, round, ledger):
-        """``vectors``: {client: (bins, counts)}. Returns (bins, counts, timings)."""
-        for l, (bins, counts) in vectors.items():
+    def combine(self, messages, round, ledger):
+        """Server side: ``messages`` {client: (bins, counts)} -> (bins, counts) of the sum."""
+        for l, (bins, counts) in sorted(messages.items()):
             ledger.record(round, sender=l, receiver=SERVER, kind="bins+counts",
                           n_elements=bins.size + counts.size)
+        return sum_sparse(list(messages.values()))
+
+    def aggregate(self, vectors, round, ledger):
+        """``vectors``: {client: (bins, counts)}. Returns (bins, counts, timings)."""
         t0 = time.perf_counter()
-        bins, counts = sum_sparse(list(vectors.values()))
+        bins, counts = self.combine(vectors, round, ledger)
         return bins, counts, {"client_encode": 0.0, "server_decode": time.perf_counter() - t0}
 
 
@@ -44,12 +48,13 @@ class SCMAAggregator:
     precomputed offline after the previous round for the same participants.
     """
 
-    def __init__(self, n_clients, client_clusters, n_bins, n_dims, rng):
+    def __init__(self, n_clients, client_clusters, n_bins, n_dims, rng, *, with_clients=True):
         from ..secagg import SCMAClient, SCMASetup, SCMAServer
         self.setup = SCMASetup(n_clients, client_clusters * n_clients, n_dims=n_dims,
                                bins=n_bins, random_state=rng)
-        self.clients = [SCMAClient(l, self.setup) for l in range(n_clients)]
-        self.server = SCMAServer(self.setup)
+        self.clients = [SCMAClient(l, self.setup) for l in range(n_clients)] if with_clients \
+            else []
+        self.server = SCMAServer(self.setup.public())
         self._prepared = None
         self._max_changes = 2 * client_clusters  # one client re-seeding changes <= 2 K' bins
         self._last = None  # (aggregate syndromes, bins, counts) of the previous round
@@ -81,7 +86,17 @@ class SCMAAggregator:
         self._last = (total, bins, counts)
         return bins, counts
 
+    def combine(self, messages, round, ledger):
+        """Server side: masked messages {client: uint64 message} -> (bins, counts) of the sum."""
+        participants = sorted(messages)
+        total = self.server.aggregate(messages, round=round, participants=participants,
+                                      ledger=ledger)
+        bins, counts = self._decode(total, round)
+        return (np.asarray(bins, dtype=np.int64).reshape(-1, self.setup.n_dims),
+                np.asarray(counts, dtype=np.int64))
+
     def aggregate(self, vectors, round, ledger):
+        """Every participant encodes (client side), then :meth:`combine` (server side)."""
         participants = sorted(vectors)
         messages, encode = {}, 0.0
         stale = self._prepared != (round, tuple(participants))
@@ -91,11 +106,10 @@ class SCMAAggregator:
             if stale:  # participants changed: the masks must be made now
                 self.clients[l].precompute_mask(round, participants)
             messages[l] = self.clients[l].encode(bins, counts, round=round,
-                                                 participants=participants, ledger=ledger)
+                                                 participants=participants)
             encode = max(encode, time.perf_counter() - t0)
         t0 = time.perf_counter()
-        total = self.server.aggregate(messages, round=round, participants=participants)
-        bins, counts = self._decode(total, round)
+        bins, counts = self.combine(messages, round, ledger)
         decode = time.perf_counter() - t0
         # Masks of the next round are generated offline, between requests (the MUFC paper does
         # not count noise generation); their cost is reported apart.
@@ -104,6 +118,5 @@ class SCMAAggregator:
             self.clients[l].precompute_mask(round + 1, participants)
         self._prepared = (round + 1, tuple(participants))
         offline = time.perf_counter() - t0
-        return (np.asarray(bins, dtype=np.int64).reshape(-1, self.setup.n_dims),
-                np.asarray(counts, dtype=np.int64),
-                {"client_encode": encode, "server_decode": decode, "masks_offline": offline})
+        return bins, counts, {"client_encode": encode, "server_decode": decode,
+                              "masks_offline": offline}

@@ -101,16 +101,9 @@ class MUFC(BaseEstimator):
     def fit(self, federation, y=None):
         """Run Alg. 1 on a :class:`~fedcore.HorizontalFederation`."""
         self._check_params(federation)
-        rng = check_random_state(self.random_state)
-        client_rngs = rng.spawn(federation.n_clients)
-        self._server_rng = rng.spawn(1)[0]
-        self.comm_ = CommLedger()
-        self.n_rounds_ = 0
-        self._quantizer = self._make_quantizer(federation, rng)
-        for l, (X_l, _) in enumerate(federation):
-            if X_l.shape[0] < self._kp:
-                raise ValueError(f"Client {l} holds {X_l.shape[0]} point(s), fewer than "
-                                 f"client_clusters = {self._kp}")
+        boxes = None if self.bounds is not None else \
+            [(X_l.min(axis=0), X_l.max(axis=0)) for X_l, _ in federation]
+        client_rngs = self._start(federation.client_sizes, federation.n_features, boxes)
         self._clients, self._vectors, client_times = [], {}, []
         for l, (X_l, ids_l) in enumerate(federation):
             t0 = time.perf_counter()
@@ -118,18 +111,44 @@ class MUFC(BaseEstimator):
                                  .fit(X_l, sample_ids=ids_l))
             self._vectors[l] = self._client_vector(l)
             client_times.append(time.perf_counter() - t0)
-        self._active = list(range(federation.n_clients))
-        aggregator = _aggregation.SCMAAggregator if self.secure else _aggregation.PlainAggregator
-        self._aggregator = aggregator(federation.n_clients, self._kp, self._quantizer.n_bins,
-                                      federation.n_features, rng.spawn(1)[0])
         timings = {"client_unlearn": max(client_times)}  # the slowest client's seeding
         self._aggregate_and_cluster(recluster=True, timings=timings)
         self.fit_report_ = MUFCRemovalReport(True, True, 0, timings)
-        self.n_features_in_ = federation.n_features
         return self
 
-    def _check_params(self, federation):
-        if not hasattr(federation, "client") or not hasattr(federation, "n_clients"):
+    def _start(self, sizes, n_features, boxes, *, with_clients=True):
+        """The server's set-up of a fit; returns each client's random generator.
+
+        ``sizes``: points per client; ``boxes``: each client's (min, max) per feature when the
+        federation agrees on the bounds (None when ``bounds`` is given). Shared by the in-process
+        fit and :mod:`fedcore.integrations.flower` (whose server holds no clients).
+        """
+        sizes = np.asarray(sizes)
+        small = np.flatnonzero(sizes < self._kp)
+        if small.size:
+            l = int(small[0])
+            raise ValueError(f"Client {l} holds {int(sizes[l])} point(s), fewer than "
+                             f"client_clusters = {self._kp}")
+        rng = check_random_state(self.random_state)
+        client_rngs = rng.spawn(sizes.shape[0])
+        self._server_rng = rng.spawn(1)[0]
+        self.comm_ = CommLedger()
+        self.n_rounds_ = 0
+        self._quantizer = self._make_quantizer(int(sizes.sum()), n_features, boxes, rng)
+        self._active = list(range(sizes.shape[0]))
+        if self.secure:
+            self._aggregator = _aggregation.SCMAAggregator(
+                sizes.shape[0], self._kp, self._quantizer.n_bins, n_features, rng.spawn(1)[0],
+                with_clients=with_clients)
+        else:
+            self._aggregator = _aggregation.PlainAggregator(
+                sizes.shape[0], self._kp, self._quantizer.n_bins, n_features, rng.spawn(1)[0])
+        self.n_features_in_ = int(n_features)
+        return client_rngs
+
+    def _check_params(self, federation=None):
+        if federation is not None and (not hasattr(federation, "client")
+                                       or not hasattr(federation, "n_clients")):
             raise TypeError("Argument 'federation' must be a HorizontalFederation, got "
                             f"{type(federation).__name__}")
         self._k = check_int(self.n_clusters, "n_clusters", min_value=1)
@@ -143,21 +162,18 @@ class MUFC(BaseEstimator):
             raise ValueError("Argument 'server_update' must be 'exact' or 'lazy', got "
                              f"{self.server_update!r}")
 
-    def _make_quantizer(self, federation, rng):
-        n = federation.n_samples
+    def _make_quantizer(self, n, n_features, boxes, rng):
         gamma = 1.0 / np.sqrt(n) if self.gamma == "auto" else check_scalar(
             self.gamma, "gamma", min_value=0.0, max_value=1.0, include_min=False)
-        phase = rng.random(federation.n_features) * gamma if self.random_phase else None
+        phase = rng.random(n_features) * gamma if self.random_phase else None
         if self.bounds is not None:
             low, high = self.bounds
         else:  # each client sends its per-feature min and max (2 d floats)
-            lows, highs = [], []
-            for l, (X_l, _) in enumerate(federation):
-                lows.append(X_l.min(axis=0))
-                highs.append(X_l.max(axis=0))
+            for l in range(len(boxes)):
                 self.comm_.record(0, sender=l, receiver=SERVER, kind="bounds",
-                                  n_elements=2 * X_l.shape[1])
-            low, high = np.min(lows, axis=0), np.max(highs, axis=0)
+                                  n_elements=2 * n_features)
+            low = np.min([b[0] for b in boxes], axis=0)
+            high = np.max([b[1] for b in boxes], axis=0)
         return Quantizer.from_bounds(low, high, gamma, phase)
 
     def _bin_points(self, bins):
@@ -169,26 +185,23 @@ class MUFC(BaseEstimator):
         return self._quantizer.centers(self._quantizer.bins(centers))
 
     def _client_vector(self, l):
-        """Client ``l``'s sparse vector q^(l): (bins, counts) of its quantized centers (line 4)."""
-        client = self._clients[l]
-        bins = self._quantizer.bins(client.seeds_)
-        uniq, inverse = np.unique(bins, axis=0, return_inverse=True)
-        counts = np.bincount(inverse.ravel(), weights=client.cluster_sizes_,
-                             minlength=uniq.shape[0]).astype(np.int64)
-        keep = counts > 0
-        return uniq[keep], counts[keep]
+        return client_vector(self._quantizer, self._clients[l])
 
     # ------------------------------------------------------- aggregation + server
     def _aggregate_and_cluster(self, recluster, timings):
         bins, counts, stage_times = self._aggregator.aggregate(
             {l: self._vectors[l] for l in self._active}, self.n_rounds_, self.comm_)
         timings.update(stage_times)
+        self._publish(bins, counts, recluster, timings)
+        self.client_centers_ = [self._clients[l].seeds_ for l in self._active]
+
+    def _publish(self, bins, counts, recluster, timings):
+        """Server: keep the decoded sum and re-cluster it when asked (Alg. 1 lines 6-7)."""
         self.aggregate_ = (bins, counts)
         if recluster:
             t0 = time.perf_counter()
             self.cluster_centers_ = self._server_cluster(bins, counts)
             timings["server_cluster"] = time.perf_counter() - t0
-        self.client_centers_ = [self._clients[l].seeds_ for l in self._active]
 
     def _server_cluster(self, bins, counts):
         """k-means++ and Lloyd on the aggregate (Alg. 1 lines 6-7), fresh randomness each time."""
@@ -232,28 +245,35 @@ class MUFC(BaseEstimator):
         """Remove every point of the given clients (Alg. 4, cross-device): their vectors leave
         the sum (line 5) and the server re-clusters. Removing every client raises."""
         check_is_fitted(self, "_clients")
-        ids = np.atleast_1d(np.asarray(client_ids))
-        if ids.dtype.kind not in "iu":
-            raise TypeError(f"Argument 'client_ids' must hold integers, got dtype {ids.dtype}")
-        for l in ids.tolist():
-            if l not in self._active:
-                raise ValueError(f"Argument 'client_ids' contains unknown or removed client {l}")
-        if len(set(ids.tolist())) != ids.shape[0]:
-            raise ValueError(f"Argument 'client_ids' repeats a client: {ids.tolist()}")
-        remaining = [l for l in self._active if l not in set(ids.tolist())]
-        if not remaining:
-            raise ValueError("Removing every client would leave no data")
-        if sum(self._clients[l].n_samples_ for l in remaining) < self._k:
-            raise ValueError(f"Removing clients {ids.tolist()} would leave fewer points than "
-                             f"n_clusters = {self._k}")
-        n_removed = sum(self._clients[l].n_samples_ for l in ids.tolist())
+        sizes = {l: self._clients[l].n_samples_ for l in self._active}
+        ids, remaining = self._check_client_removal(client_ids, sizes)
+        n_removed = sum(sizes[l] for l in ids)
         self._active = remaining
-        for l in ids.tolist():
+        for l in ids:
             del self._vectors[l]
         timings = {}
         self.n_rounds_ += 1
         self._aggregate_and_cluster(True, timings)
         return MUFCRemovalReport(False, True, int(n_removed), timings)
+
+    def _check_client_removal(self, client_ids, sizes):
+        """Validated (ids to remove, remaining clients); ``sizes``: {active client: points}."""
+        ids = np.atleast_1d(np.asarray(client_ids))
+        if ids.dtype.kind not in "iu":
+            raise TypeError(f"Argument 'client_ids' must hold integers, got dtype {ids.dtype}")
+        ids = ids.tolist()
+        for l in ids:
+            if l not in self._active:
+                raise ValueError(f"Argument 'client_ids' contains unknown or removed client {l}")
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"Argument 'client_ids' repeats a client: {ids}")
+        remaining = [l for l in self._active if l not in set(ids)]
+        if not remaining:
+            raise ValueError("Removing every client would leave no data")
+        if sum(sizes[l] for l in remaining) < self._k:
+            raise ValueError(f"Removing clients {ids} would leave fewer points than "
+                             f"n_clusters = {self._k}")
+        return ids, remaining
 
     # ------------------------------------------------------------ evaluation
     def predict(self, X):
@@ -288,6 +308,17 @@ class MUFC(BaseEstimator):
         return len(self._active)
 
 
+def client_vector(quantizer, client):
+    """A client's sparse vector q^(l) (Alg. 1 line 4): (bins, counts) of its quantized centers,
+    counts = cluster sizes, from a fitted :class:`UnlearnableKMeans` ``client``."""
+    bins = quantizer.bins(client.seeds_)
+    uniq, inverse = np.unique(bins, axis=0, return_inverse=True)
+    counts = np.bincount(inverse.ravel(), weights=client.cluster_sizes_,
+                         minlength=uniq.shape[0]).astype(np.int64)
+    keep = counts > 0
+    return uniq[keep], counts[keep]
+
+
 class SimplifiedFC(MUFC):
     """Simplified federated k-means (MUFC Appendix I, Alg. 5): no quantization, no secure sum.
 
@@ -303,7 +334,7 @@ class SimplifiedFC(MUFC):
                          server_n_init=server_n_init, server_update=server_update,
                          random_state=random_state)
 
-    def _make_quantizer(self, federation, rng):
+    def _make_quantizer(self, n, n_features, boxes, rng):
         return _NoQuantizer()
 
     def _bin_points(self, bins):

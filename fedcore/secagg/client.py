@@ -19,6 +19,10 @@ class SCMAClient:
         This client's id in [0, setup.n_clients).
     setup : SCMASetup
         Shared public parameters; the client uses only its own pairwise seeds.
+    pair_seeds : mapping {other client id: int seed < 2**128}, optional
+        The seeds this client shares with each other client, as agreed by a key exchange in a
+        deployment (e.g. ``fedcore.integrations.flower``); then ``setup`` may be public
+        (``setup.public()``). Default: the setup's simulated seeds.
 
     Notes
     -----
@@ -32,14 +36,25 @@ class SCMAClient:
     same mask would reveal their difference to the server.
     """
 
-    def __init__(self, client_id, setup):
+    def __init__(self, client_id, setup, pair_seeds=None):
         if not isinstance(setup, SCMASetup):
             raise TypeError(f"Argument 'setup' must be an SCMASetup, got {type(setup).__name__}")
         self.setup = setup
         self.client_id = check_int(client_id, "client_id", min_value=0,
                                    max_value=setup.n_clients - 1)
+        self._pair_seeds = None if pair_seeds is None else \
+            {int(k): int(v) for k, v in dict(pair_seeds).items()}
         self._used_rounds = set()
         self._prepared = {}
+
+    def _pair_seed(self, a, b):
+        if self._pair_seeds is None:
+            return self.setup.pair_seed(a, b)
+        other = b if a == self.client_id else a
+        if other not in self._pair_seeds:
+            raise ValueError(f"Client {self.client_id} shares no seed with client {other}; "
+                             "argument 'pair_seeds' must cover every other participant")
+        return self._pair_seeds[other]
 
     def mask(self, round, participants=None):
         """This client's zero-sum mask for a round (int64 of length ``setup.message_length``)."""
@@ -47,7 +62,7 @@ class SCMAClient:
         round = check_int(round, "round", min_value=0)
         participants = s.check_participants(participants, self.client_id)
         return zero_sum_mask(self.client_id, participants, round, s.message_length, s.prime,
-                             s.pair_seed, s.nonce)
+                             self._pair_seed, s.nonce)
 
     def precompute_mask(self, round, participants=None):
         """Generate the mask of a future round now (offline), so ``encode`` only computes

@@ -111,6 +111,10 @@ class SCMASetup:
     def __init__(self, n_clients, capacity, *, prime=MERSENNE_61, index_space=None, n_dims=None,
                  bins=None, check_syndromes=2, max_count=None, n_shards=None,
                  overflow_probability=1e-9, random_state=None):
+        self._args = {"n_clients": n_clients, "capacity": capacity, "prime": prime,
+                      "index_space": index_space, "n_dims": n_dims, "bins": bins,
+                      "check_syndromes": check_syndromes, "max_count": max_count,
+                      "n_shards": n_shards, "overflow_probability": overflow_probability}
         self.n_clients = check_int(n_clients, "n_clients", min_value=1)
         self.capacity = check_int(capacity, "capacity", min_value=1)
         self.prime = p = check_int(prime, "prime", min_value=3, max_value=MAX_PRIME - 1)
@@ -206,6 +210,27 @@ class SCMASetup:
         new = object.__new__(SCMASetup)
         new.__dict__.update(self.__dict__)
         new._master_seed = None
+        return new
+
+    def public_config(self):
+        """The public parameters as a flat dict of ints, floats and None (for transport, e.g. in a
+        Flower ``ConfigRecord``): constructor arguments, hash and shard keys, nonce. No seeds."""
+        out = {k: (None if v is None else (float(v) if k == "overflow_probability" else int(v)))
+               for k, v in self._args.items()}
+        out.update(nonce=int(self.nonce), hash_key_a=int(self.hash_key[0]),
+                   hash_key_b=int(self.hash_key[1]), shard_key=int(self.shard_key))
+        return out
+
+    @classmethod
+    def from_public_config(cls, config):
+        """The public setup that :meth:`public_config` describes (equal to ``setup.public()``)."""
+        config = dict(config)
+        keys = {k: config.pop(k) for k in ("nonce", "hash_key_a", "hash_key_b", "shard_key")}
+        new = cls(**config, random_state=0)
+        new._master_seed = None
+        new.nonce = int(keys["nonce"])
+        new.hash_key = (int(keys["hash_key_a"]), int(keys["hash_key_b"]))
+        new.shard_key = int(keys["shard_key"])
         return new
 
     def pair_seed(self, a, b):

@@ -216,7 +216,7 @@ def simulate(server_app, client_app, n_nodes, *, backend_config=None, verbose=Fa
     flwr_logger = logging.getLogger("flwr")
     level = flwr_logger.level
     if not verbose:
-        flwr_logger.setLevel(logging.WARNING)
+        flwr_logger.setLevel(logging.ERROR)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)

@@ -1,0 +1,421 @@
+"""MUFC on Flower: secure federated k-means with exact unlearning across Flower nodes.
+
+The server is a :class:`fedcore.MUFC` estimator without clients (``MUFC._start(...,
+with_clients=False)``): it sets up the quantizer and SCMA, decodes and clusters with exactly the
+code of the in-process fit. Each node is one client: it reads its own data (never sent by the
+server), runs :class:`fedcore.UnlearnableKMeans` and sends the vector of
+:func:`fedcore.algorithms.mufc.client_vector` SCMA-encoded. With the same seed a Flower run
+returns the model of ``MUFC.fit`` / ``remove`` / ``remove_clients`` bit for bit.
+
+Rounds (one Flower message per node each; a failure anywhere raises
+:class:`~fedcore.integrations.flower.FlowerRoundError` and publishes nothing):
+
+``hello`` (``query``)
+    Each node reports its partition id (= client id), its number of points, its X25519 public
+    key and, unless the server was given ``bounds``, its per-feature minimum and maximum (MUFC's
+    agreed bounds; this reveals each client's box and size to the server, as documented on
+    :class:`fedcore.MUFC`).
+``round 0`` (``train``)
+    The server sends every client its random seed, the quantization grid, SCMA's public
+    parameters and every participant's public key. Clients agree pairwise mask seeds by X25519
+    key exchange (the server relays public keys only, so it cannot rebuild any mask), seed
+    (MUFC Alg. 1 lines 2-4) and reply one masked message (uint64 ``ArrayRecord``). The server
+    decodes the sum (Alg. 2) and clusters it (Alg. 1 lines 6-7).
+``round r >= 1``
+    One removal request (Alg. 4): the node holding the points runs Alg. 3; every participant
+    re-sends with fresh masks; the server decodes the change of the sum and re-clusters with
+    fresh randomness. Removing a client takes it out of the participants instead.
+
+Flower's SecAgg+ sums dense vectors modulo 2**k (and only on Flower's legacy API), so MUFC's
+sparse counts travel as SCMA messages. Key agreement follows the honest-but-curious server model
+of secure aggregation: the server relays public keys unauthenticated; a deployment that must
+resist an active server authenticates node keys (e.g. Flower node authentication).
+"""
+import hashlib
+import pickle
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..._validation import check_array
+from ...algorithms.kmeans import assign
+from ...algorithms.mufc import MUFC, MUFCRemovalReport, client_vector
+from ...algorithms._quantize import Quantizer
+from ...algorithms.unlearning import UnlearnableKMeans
+from ._common import (DEFAULT_TIMEOUT, FlowerApps, FlowerRoundError, arrays_record, exchange,
+                      generator_from_config, local_partition, read_arrays, require_flwr,
+                      seed_sequence_config, settings, wait_for_nodes)
+
+__all__ = ["MUFCFlowerResult", "mufc_apps", "parse_removals", "handle_hello", "handle_round",
+           "DEFAULTS"]
+
+#: Settings of the MUFC apps (run config keys); data keys as in ``_common.federation_from_settings``.
+DEFAULTS = {
+    "n-clusters": 10, "client-clusters": 5, "gamma": "auto", "secure": True,
+    "server-data": "weighted", "server-n-init": 10, "random-phase": False,
+    "server-update": "exact", "seed": 0, "removals": "", "timeout": DEFAULT_TIMEOUT,
+    "output-path": "", "dataset": "gaussian", "partition": "noniid", "clusters-per-client": 5,
+    "data-seed": 0,
+}
+
+_STATE = "fedcore-mufc"
+
+
+@dataclass
+class MUFCFlowerResult:
+    """What the MUFC server publishes after its last round.
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray (n_clusters, n_features)
+    aggregate_ : (bins (m, d) int64, counts (m,) int64), the decoded sum of the last round
+    comm_ : CommLedger, every message the server received
+    reports_ : list of MUFCRemovalReport, the fit (round 0) then one per removal request; timings
+        of clients are the slowest node's, as the nodes report them
+    n_rounds_ : int
+    node_ids_ : list of int, the Flower node of each client id
+    """
+
+    cluster_centers_: np.ndarray
+    aggregate_: tuple
+    comm_: object
+    reports_: list = field(default_factory=list)
+    n_rounds_: int = 0
+    node_ids_: list = field(default_factory=list)
+
+    def predict(self, X):
+        """Nearest server center of each row."""
+        return assign(check_array(X, "X"), self.cluster_centers_)[0]
+
+
+# ---------------------------------------------------------------------------- settings
+def _estimator(cfg):
+    gamma = cfg["gamma"] if cfg["gamma"] == "auto" else float(cfg["gamma"])
+    return MUFC(int(cfg["n-clusters"]), client_clusters=int(cfg["client-clusters"]), gamma=gamma,
+                secure=bool(cfg["secure"]), server_data=str(cfg["server-data"]),
+                server_n_init=int(cfg["server-n-init"]), random_phase=bool(cfg["random-phase"]),
+                server_update=str(cfg["server-update"]), random_state=int(cfg["seed"]))
+
+
+def parse_removals(text):
+    """Removal requests from a run-config string: whitespace-separated ``client:id`` (remove
+    point ``id`` of ``client``; ``client:id,id`` several points in one request) or ``client:*``
+    (remove the client). Returns a list of ``(client, ids or None)``."""
+    out = []
+    for token in str(text).split():
+        client, _, ids = token.partition(":")
+        if not client.isdigit() or not ids:
+            raise ValueError(f"Setting 'removals': cannot read {token!r}; use client:id[,id...] "
+                             "or client:*")
+        out.append((int(client), None if ids == "*" else [int(i) for i in ids.split(",")]))
+    return out
+
+
+# ---------------------------------------------------------------------------- key agreement
+def _pair_seed(private, public, lo, hi, nonce):
+    """128-bit seed shared by clients lo < hi: SHA-256 of their X25519 shared secret."""
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
+    shared = private.exchange(X25519PublicKey.from_public_bytes(bytes(public)))
+    digest = hashlib.sha256(b"fedcore-scma" + shared + lo.to_bytes(8, "little")
+                            + hi.to_bytes(8, "little") + nonce.to_bytes(8, "little")).digest()
+    return int.from_bytes(digest[:16], "little")
+
+
+def _private_key(raw=None):
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+    return X25519PrivateKey.generate() if raw is None else X25519PrivateKey.from_private_bytes(raw)
+
+
+def _raw(key):
+    from cryptography.hazmat.primitives import serialization as ser
+    if hasattr(key, "private_bytes"):
+        return key.private_bytes(ser.Encoding.Raw, ser.PrivateFormat.Raw, ser.NoEncryption())
+    return key.public_bytes(ser.Encoding.Raw, ser.PublicFormat.Raw)
+
+
+# ---------------------------------------------------------------------------- client side
+class _Client:
+    """A node's MUFC client between messages (kept pickled in ``context.state``, on the node)."""
+
+    def __init__(self, X, ids, partition_id):
+        self.X, self.ids, self.partition_id = X, ids, partition_id
+        self.key = _raw(_private_key())
+        self.model = self.quantizer = self.encoder = None
+
+    def start(self, config, arrays, keys):
+        """Round 0: seeding with the server-given generator, grid and SCMA parameters."""
+        from ...secagg import SCMAClient, SCMASetup
+        self.quantizer = Quantizer(arrays["low"], float(config["scale"]), float(config["gamma"]),
+                                   arrays["phase"] if bool(config["has-phase"]) else None)
+        rng = generator_from_config({"entropy": config["entropy"],
+                                     "spawn-key": list(config["spawn-key"])})
+        self.model = UnlearnableKMeans(int(config["client-clusters"]), random_state=rng)
+        self.model.fit(self.X, sample_ids=self.ids)
+        if bool(config["secure"]):
+            setup = SCMASetup.from_public_config(
+                {k[6:]: (None if v == "none" else v) for k, v in config.items()
+                 if k.startswith("setup-")})
+            me, private = int(config["client-id"]), _private_key(self.key)
+            seeds = {int(o): _pair_seed(private, pk, min(me, int(o)), max(me, int(o)),
+                                        setup.nonce) for o, pk in keys.items() if int(o) != me}
+            self.encoder = SCMAClient(me, setup, pair_seeds=seeds)
+
+    def message(self, round, participants):
+        bins, counts = client_vector(self.quantizer, self.model)
+        if self.encoder is None:
+            return arrays_record(bins=bins, counts=counts)
+        return arrays_record(message=self.encoder.encode(bins, counts, round=round,
+                                                         participants=participants))
+
+
+def _load(context):
+    return pickle.loads(context.state[_STATE]["client"])
+
+
+def _save(context, client):
+    from flwr.app import ConfigRecord
+    context.state[_STATE] = ConfigRecord({"client": pickle.dumps(client)})
+
+
+def handle_hello(msg, context, defaults=None):
+    """``query`` handler: load this node's data, make its key pair, report size and bounds.
+
+    ``defaults``: data settings under the node's run and node config (default :data:`DEFAULTS`).
+    """
+    from flwr.app import ConfigRecord, Message, RecordDict
+    X, ids, pid, _ = local_partition(settings(dict(DEFAULTS, **(defaults or {})), context))
+    client = _Client(X, ids, pid)
+    _save(context, client)
+    info = ConfigRecord({"partition-id": pid, "n-samples": int(X.shape[0]),
+                         "n-features": int(X.shape[1]),
+                         "public-key": _raw(_private_key(client.key).public_key())})
+    content = RecordDict({"info": info})
+    if bool(msg.content["config"]["agree-bounds"]):
+        content["bounds"] = arrays_record(low=X.min(axis=0), high=X.max(axis=0))
+    return Message(content, reply_to=msg)
+
+
+def handle_round(msg, context, defaults=None):
+    """``train`` handler: round 0 seeds; later rounds apply this node's removal request, if any;
+    every round replies the (masked) vector and the node's timings."""
+    from flwr.app import ConfigRecord, Message, RecordDict
+    client = _load(context)
+    config = msg.content["config"]
+    round, participants = int(config["round"]), [int(p) for p in config["participants"]]
+    timing = {}
+    t0 = time.perf_counter()
+    retrained = False
+    if round == 0:
+        client.start(config, read_arrays(msg.content["grid"]), dict(msg.content["keys"]))
+    elif "remove" in msg.content:
+        retrained = client.model.remove(read_arrays(msg.content["remove"])["ids"]).retrained
+    timing["client_unlearn"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    content = RecordDict({"vector": client.message(round, participants)})
+    timing["client_encode"] = time.perf_counter() - t0
+    _save(context, client)
+    status = {"seconds-unlearn": timing["client_unlearn"],
+              "seconds-encode": timing["client_encode"]}
+    if "remove" in msg.content and config["report-retrain"]:
+        status["retrained"] = bool(retrained)  # lazy servers need it (MUFC's measurement)
+    content["status"] = ConfigRecord(status)
+    return Message(content, reply_to=msg)
+
+
+# ---------------------------------------------------------------------------- server side
+class _Server:
+    """Drives the rounds on ``grid`` with the server half of a :class:`fedcore.MUFC`."""
+
+    def __init__(self, grid, model, timeout):
+        self.grid, self.model, self.timeout = grid, model, timeout
+        model._check_params()
+
+    def hello(self, nodes):
+        from flwr.app import ConfigRecord, RecordDict
+        ask = ConfigRecord({"agree-bounds": self.model.bounds is None})
+        replies = exchange(self.grid, {n: RecordDict({"config": ask}) for n in nodes}, "query",
+                           "hello", self.timeout)
+        by_client = {}
+        for node, content in replies.items():
+            by_client.setdefault(int(content["info"]["partition-id"]), []).append(node)
+        bad = {n: f"partition-id {c} is duplicated or outside 0..{len(nodes) - 1}"
+               for c, ns in by_client.items() for n in ns
+               if len(ns) > 1 or not 0 <= c < len(nodes)}
+        if bad:
+            raise FlowerRoundError("query hello", bad)
+        self.node_of = [by_client[l][0] for l in range(len(nodes))]
+        info = [replies[n]["info"] for n in self.node_of]
+        dims = {int(i["n-features"]) for i in info}
+        if len(dims) != 1:
+            raise FlowerRoundError("query hello", {n: f"{int(i['n-features'])} features"
+                                                   for n, i in zip(self.node_of, info)})
+        self.sizes = {l: int(i["n-samples"]) for l, i in enumerate(info)}
+        self.keys = {str(l): bytes(i["public-key"]) for l, i in enumerate(info)}
+        boxes = None
+        if self.model.bounds is None:
+            arrays = [read_arrays(replies[n]["bounds"]) for n in self.node_of]
+            boxes = [(a["low"], a["high"]) for a in arrays]
+        return [self.sizes[l] for l in range(len(nodes))], dims.pop(), boxes
+
+    def fit_round(self, client_rngs):
+        from flwr.app import ConfigRecord, RecordDict
+        m = self.model
+        q = m._quantizer
+        base = {"client-clusters": m._kp, "secure": bool(m.secure), "scale": float(q.scale),
+                "gamma": float(q.gamma), "has-phase": bool(m.random_phase)}
+        if m.secure:
+            base.update({f"setup-{k}": ("none" if v is None else v)
+                         for k, v in m._aggregator.setup.public_config().items()})
+        grid_arrays = arrays_record(low=q.low, phase=q.phase)
+        keys = ConfigRecord(self.keys)
+        contents = {}
+        for l, node in enumerate(self.node_of):
+            seed = seed_sequence_config(client_rngs[l])
+            config = dict(base, **{"client-id": l, "entropy": seed["entropy"],
+                                   "spawn-key": seed["spawn-key"]})
+            contents[node] = RecordDict({"config": self._round_config(0, config),
+                                         "grid": grid_arrays, "keys": keys})
+        bins, counts, recluster, _, timings = self._collect(contents, 0, recluster=True)
+        return bins, counts, recluster, True, timings  # every client seeded
+
+    def _round_config(self, round, extra=None):
+        from flwr.app import ConfigRecord
+        config = {"round": round, "participants": list(self.model._active),
+                  "report-retrain": self.model.server_update == "lazy"}
+        config.update(extra or {})
+        return ConfigRecord(config)
+
+    def _collect(self, contents, round, recluster, removal=None):
+        """Send one round, combine the replies as the in-process server does, re-cluster."""
+        m = self.model
+        replies = exchange(self.grid, contents, "train", f"round {round}", self.timeout)
+        client_of = {node: l for l, node in enumerate(self.node_of)}
+        vectors, status = {}, {}
+        for node, content in replies.items():
+            arrays = read_arrays(content["vector"])
+            l = client_of[node]
+            vectors[l] = arrays["message"] if m.secure else (arrays["bins"], arrays["counts"])
+            status[l] = content["status"]
+        timings = {"client_unlearn": max(float(s["seconds-unlearn"]) for s in status.values()),
+                   "client_encode": max(float(s["seconds-encode"]) for s in status.values())}
+        retrained = None
+        if removal is not None and "retrained" in status[removal]:
+            retrained = bool(status[removal]["retrained"])
+            recluster = recluster or retrained
+        t0 = time.perf_counter()
+        bins, counts = m._aggregator.combine(vectors, round, m.comm_)
+        timings["server_decode"] = time.perf_counter() - t0
+        return bins, counts, recluster, retrained, timings
+
+    def removal_round(self, client, ids):
+        from flwr.app import RecordDict
+        m = self.model
+        m.n_rounds_ += 1
+        r = m.n_rounds_
+        if ids is None:
+            gone, m._active = m._check_client_removal([client], self.sizes)
+            n_removed = sum(self.sizes.pop(l) for l in gone)
+            contents = {self.node_of[l]: RecordDict({"config": self._round_config(r)})
+                        for l in m._active}
+            result = self._collect(contents, r, recluster=True)
+        else:
+            if client not in m._active:
+                raise ValueError(f"Removal request for unknown or removed client {client}")
+            contents = {}
+            for l in m._active:
+                content = RecordDict({"config": self._round_config(r)})
+                if l == client:
+                    content["remove"] = arrays_record(ids=np.asarray(ids, dtype=np.int64))
+                contents[self.node_of[l]] = content
+            n_removed = len(ids)
+            result = self._collect(contents, r, recluster=m.server_update == "exact",
+                                   removal=client)
+            self.sizes[client] -= n_removed
+        return self._publish(result, n_removed)
+
+    def _publish(self, result, n_removed):
+        bins, counts, recluster, retrained, timings = result
+        self.model._publish(bins, counts, recluster, timings)
+        return MUFCRemovalReport(retrained, recluster, int(n_removed), timings)
+
+
+def run_server(grid, model, n_nodes, removals=(), timeout=DEFAULT_TIMEOUT):
+    """Fit ``model`` (a :class:`fedcore.MUFC`) across ``n_nodes`` Flower nodes, then serve the
+    removal requests ``[(client, ids or None), ...]``. Returns a :class:`MUFCFlowerResult`."""
+    server = _Server(grid, model, timeout)
+    nodes = wait_for_nodes(grid, n_nodes, timeout)
+    sizes, n_features, boxes = server.hello(nodes)
+    client_rngs = model._start(sizes, n_features, boxes, with_clients=False)
+    reports = [server._publish(server.fit_round(client_rngs), 0)]
+    for client, ids in removals:
+        reports.append(server.removal_round(int(client), ids))
+    return MUFCFlowerResult(model.cluster_centers_, model.aggregate_, model.comm_, reports,
+                            model.n_rounds_, list(server.node_of))
+
+
+def _save_result(path, result):
+    bins, counts = result.aggregate_
+    np.savez(path, cluster_centers=result.cluster_centers_, bins=bins, counts=counts,
+             node_ids=np.asarray(result.node_ids_, dtype=np.uint64))
+
+
+def mufc_apps(estimator=None, data=None, *, removals=(), timeout=DEFAULT_TIMEOUT):
+    """A ServerApp and a ClientApp running ``estimator`` (a :class:`fedcore.MUFC`).
+
+    Parameters
+    ----------
+    estimator : MUFC or None
+        Its parameters drive the server (None: built from the run config's settings,
+        :data:`DEFAULTS`). Use an int ``random_state`` to reproduce an in-process fit.
+    data : dict or None
+        Client data settings (``dataset``, ``partition``, ``clusters-per-client``, ``data-seed``,
+        or a node's ``data-path``), overriding :data:`DEFAULTS` and overridden by each node's
+        run/node config.
+    removals : sequence of (client id, ids or None)
+        Removal requests served after the fit, one round each (None removes the client); the
+        run config's ``removals`` string is used when empty (:func:`parse_removals`).
+    timeout : float, seconds a round may take
+
+    Returns
+    -------
+    FlowerApps, whose ``result`` is a :class:`MUFCFlowerResult` after a successful run.
+    """
+    flwr = require_flwr()
+    defaults = dict(DEFAULTS, **(data or {}))
+    server_app, client_app = flwr.serverapp.ServerApp(), flwr.clientapp.ClientApp()
+    apps = FlowerApps(server_app, client_app)
+
+    @server_app.main()
+    def _main(grid, context):
+        cfg = settings(defaults, context)
+        model = estimator.__class__(**estimator.get_params()) if estimator is not None \
+            else _estimator(cfg)
+        n_nodes = apps.n_nodes or int(cfg.get("num-nodes", 0))
+        if n_nodes < 1:
+            raise ValueError("Setting 'num-nodes' (nodes to wait for) is required, got "
+                             f"{cfg.get('num-nodes')!r}")
+        requests = list(removals) or parse_removals(cfg["removals"])
+        result = run_server(grid, model, n_nodes, requests, float(cfg.get("timeout", timeout)))
+        if cfg.get("output-path"):
+            _save_result(str(cfg["output-path"]), result)
+        apps.publish(result)
+
+    client_app.query()(lambda msg, context: handle_hello(msg, context, defaults))
+    client_app.train()(lambda msg, context: handle_round(msg, context, defaults))
+    return apps
+
+
+_DEPLOYED = None
+
+
+def __getattr__(name):
+    """``server_app`` and ``client_app`` for ``flwr run`` deployments (every setting from the run
+    config, see :data:`DEFAULTS`; the server waits for ``num-nodes`` nodes and writes the model
+    to ``output-path``). Built on first access, so importing this module needs no Flower run."""
+    global _DEPLOYED
+    if name in ("server_app", "client_app"):
+        if _DEPLOYED is None:
+            _DEPLOYED = mufc_apps()
+        return getattr(_DEPLOYED, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

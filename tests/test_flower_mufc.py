@@ -1,0 +1,197 @@
+"""MUFC on Flower's simulation engine: the same model as in process, masked messages only, and
+rounds that fail loudly."""
+import numpy as np
+import pytest
+
+pytest.importorskip("flwr", reason="the Flower apps need the optional 'flower' extra")
+pytest.importorskip("ray", reason="Flower's simulation engine needs flwr[simulation]")
+
+from flwr.app import RecordDict  # noqa: E402
+from flwr.clientapp import ClientApp  # noqa: E402
+
+from fedcore import MUFC  # noqa: E402
+from fedcore.integrations.flower import FlowerRoundError  # noqa: E402
+from fedcore.integrations.flower import _common, mufc as flower_mufc  # noqa: E402
+
+DATA = {"dataset": "gaussian", "partition": "noniid", "clusters-per-client": 5, "data-seed": 0}
+
+
+def _federation(n_clients):
+    return _common.federation_from_settings(dict(DATA, **{"num-partitions": n_clients}))
+
+
+def _in_process(estimator, fed, removals):
+    model = MUFC(**estimator.get_params()).fit(fed)
+    vectors = {l: model._vectors[l] for l in model._active}
+    for client, ids in removals:
+        if ids is None:
+            model.remove_clients([client])
+        else:
+            model.remove(client, ids)
+    return model, vectors
+
+
+def _assert_same(result, model):
+    np.testing.assert_array_equal(result.cluster_centers_, model.cluster_centers_)
+    np.testing.assert_array_equal(result.aggregate_[0], model.aggregate_[0])
+    np.testing.assert_array_equal(result.aggregate_[1], model.aggregate_[1])
+    assert result.n_rounds_ == model.n_rounds_
+    assert result.comm_.summary() == model.comm_.summary()
+
+
+def test_same_model_as_in_process_10_clients_with_removals():
+    fed = _federation(10)
+    estimator = MUFC(10, client_clusters=5, random_state=3)
+    probe = MUFC(**estimator.get_params()).fit(fed)
+    center = int(probe._clients[1].center_ids_[0])   # forces client 1 to re-seed
+    plain = int(np.setdiff1d(fed.client(2)[1], probe._clients[2].center_ids_)[0])
+    removals = [(1, [center]), (2, [plain]), (3, None)]
+    model, _ = _in_process(estimator, fed, removals)
+    result = flower_mufc.mufc_apps(estimator, DATA, removals=removals).simulate(10)
+    _assert_same(result, model)
+    assert [r.n_removed for r in result.reports_] == [0, 1, 1, fed.client_sizes[3]]
+    assert all(r.server_recomputed for r in result.reports_)
+    X = fed.to_array()[0][:50]
+    np.testing.assert_array_equal(result.predict(X), model.predict(X))
+
+
+def test_plaintext_lazy_server_matches_in_process():
+    fed = _federation(10)
+    estimator = MUFC(10, client_clusters=5, secure=False, server_update="lazy", random_state=5)
+    probe = MUFC(**estimator.get_params()).fit(fed)
+    center = int(probe._clients[4].center_ids_[0])
+    plain = int(np.setdiff1d(fed.client(6)[1], probe._clients[6].center_ids_)[0])
+    removals = [(6, [plain]), (4, [center])]
+    model, _ = _in_process(estimator, fed, removals)
+    result = flower_mufc.mufc_apps(estimator, DATA, removals=removals).simulate(10)
+    _assert_same(result, model)
+    # A lazy server learns whether the client re-seeded, and re-clusters only then.
+    assert [(r.client_retrained, r.server_recomputed) for r in result.reports_[1:]] == \
+        [(False, False), (True, True)]
+
+
+def test_100_clients_server_receives_masked_messages_only(monkeypatch):
+    fed = _federation(100)
+    X = fed.to_array()[0]
+    bounds = (X.min(axis=0) - 1.0, X.max(axis=0) + 1.0)  # public bounds: no box is sent
+    estimator = MUFC(10, client_clusters=5, bounds=bounds, random_state=11)
+    removals = [(17, [int(fed.client(17)[1][0])])]
+    model, vectors = _in_process(estimator, fed, removals)
+    received = []
+
+    def recording_exchange(grid, contents, message_type, stage, timeout):
+        replies = _common.exchange(grid, contents, message_type, stage, timeout)
+        received.extend((stage, node, content) for node, content in replies.items())
+        return replies
+
+    monkeypatch.setattr(flower_mufc, "exchange", recording_exchange)
+    apps = flower_mufc.mufc_apps(estimator, DATA, removals=removals)
+    result = apps.simulate(100)
+    _assert_same(result, model)
+
+    setup = model._aggregator.setup
+    node_of = result.node_ids_
+    hello = [c for stage, _, c in received if stage == "hello"]
+    assert len(hello) == 100 and all(set(c.keys()) == {"info"} for c in hello)
+    assert all(set(c["info"].keys()) == {"partition-id", "n-samples", "n-features",
+                                         "public-key"} for c in hello)
+    rounds = [(stage, node, c) for stage, node, c in received if stage != "hello"]
+    assert len(rounds) == 200
+    for stage, node, content in rounds:
+        assert set(content.keys()) == {"vector", "status"}
+        arrays = _common.read_arrays(content["vector"])
+        assert set(arrays) == {"message"}
+        message = arrays["message"]
+        assert message.dtype == np.uint64 and message.shape == (setup.message_length,)
+        assert int(message.max()) < setup.prime
+        assert set(content["status"].keys()) == {"seconds-unlearn", "seconds-encode"}
+        if stage == "round 0":  # the syndromes the client would send unmasked
+            l = node_of.index(node)
+            plain = model._aggregator.clients[l].syndromes(*vectors[l]).view(np.uint64)
+            assert not np.array_equal(message, plain)
+            assert np.mean(message == plain) < 0.01
+
+
+def _failing_client(data, fail_partition, fail_round):
+    app = ClientApp()
+
+    @app.query()
+    def hello(msg, context):
+        return flower_mufc.handle_hello(msg, context, data)
+
+    @app.train()
+    def train(msg, context):
+        pid = int(context.node_config["partition-id"])
+        if pid == fail_partition and int(msg.content["config"]["round"]) == fail_round:
+            raise RuntimeError(f"disk failure on partition {pid}")
+        return flower_mufc.handle_round(msg, context, data)
+
+    return app
+
+
+def test_node_failure_mid_removal_round_names_node_and_publishes_nothing():
+    estimator = MUFC(10, client_clusters=5, random_state=0)
+    apps = flower_mufc.mufc_apps(estimator, DATA, removals=[(0, [int(_federation(10).client(0)[1][3])])])
+    apps.client_app = _failing_client(DATA, fail_partition=4, fail_round=1)
+    with pytest.raises(FlowerRoundError, match="disk failure on partition 4") as info:
+        apps.simulate(10)
+    error = info.value
+    assert error.stage == "train round 1"
+    assert len(error.failures) == 1
+    (node,) = error.failures
+    assert f"node {node}" in str(error) and "no model was published" in str(error)
+    assert apps.result is None
+
+
+# ------------------------------------------------------------------ without the engine
+class _Stub:
+    """Stands in for flwr's Message outside a run (which needs the engine's run identity)."""
+
+    def __init__(self, content=None, dst_node_id=None, message_type=None, group_id=None,
+                 ttl=None, error=None, src_node_id=None):
+        from types import SimpleNamespace
+        self.content, self.error = content, error
+        self.metadata = SimpleNamespace(dst_node_id=dst_node_id, src_node_id=src_node_id)
+
+    def has_error(self):
+        return self.error is not None
+
+
+class _FakeGrid:
+    """Replies to every message except those of ``silent`` nodes; ``broken`` nodes error."""
+
+    def __init__(self, silent=(), broken=()):
+        self.silent, self.broken = set(silent), set(broken)
+
+    def send_and_receive(self, messages, timeout=None):
+        from types import SimpleNamespace
+        replies = []
+        for msg in messages:
+            node = msg.metadata.dst_node_id
+            if node in self.silent:
+                continue
+            error = SimpleNamespace(reason="Traceback ...\nValueError: bad ids") \
+                if node in self.broken else None
+            replies.append(_Stub(RecordDict(), error=error, src_node_id=node))
+        return replies
+
+
+def test_exchange_names_failed_and_silent_nodes(monkeypatch):
+    import flwr.app
+    monkeypatch.setattr(flwr.app, "Message", _Stub)
+    contents = {n: RecordDict() for n in (11, 12, 13, 14)}
+    with pytest.raises(FlowerRoundError) as info:
+        _common.exchange(_FakeGrid(silent=[12], broken=[14]), contents, "train", "round 2", 1.5)
+    assert info.value.failures == {12: "no reply within 1.5 s", 14: "ValueError: bad ids"}
+    assert "node 12" in str(info.value) and "node 14" in str(info.value)
+    assert set(_common.exchange(_FakeGrid(), contents, "train", "round 2", 1.5)) == set(contents)
+
+
+def test_parse_removals():
+    assert flower_mufc.parse_removals("3:17 3:18,19 5:*") == [(3, [17]), (3, [18, 19]),
+                                                              (5, None)]
+    assert flower_mufc.parse_removals("") == []
+    with pytest.raises(ValueError, match="'removals'.*'x:1'"):
+        flower_mufc.parse_removals("x:1")
+    with pytest.raises(ValueError, match="'removals'.*'4:'"):
+        flower_mufc.parse_removals("4:")
