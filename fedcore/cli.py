@@ -69,6 +69,9 @@ def main(argv=None):
     run.add_argument("--insecure", action="store_true", help="plaintext sum instead of SCMA")
     run.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     run.add_argument("--plot", metavar="FILE", help="save accumulated removal time (PNG)")
+    run.add_argument("--engine", choices=["local", "flower"], default="local",
+                     help="local (default): in process; flower: one Flower node per client on "
+                          "Flower's simulation engine (needs the 'flower' extra)")
     run.add_argument("--centralized", action="store_true",
                      help="run centralized exact-unlearning k-means++ instead of MUFC")
     args = parser.parse_args(argv)
@@ -76,6 +79,14 @@ def main(argv=None):
         value = getattr(args, name)
         if value < (0 if name == "n_removals" else 1):
             parser.error(f"argument --{name.replace('_', '-')}: invalid value {value}")
+    if args.engine == "flower":
+        if args.centralized or args.removal != "random" or args.plot:
+            parser.error("--engine flower runs MUFC with random removals; it does not take "
+                         "--centralized, --removal adversarial or --plot")
+        from ._flowerjob import run_mufc_flower_job
+        run_mufc_flower_job(args.dataset, args.n_clients, args.n_clusters, args.client_clusters,
+                            args.n_removals, args.batch_size, not args.insecure, args.seed)
+        return 0
     if args.centralized:
         run_unlearning(args.n_removals, args.seed, args.n_clusters or 10)
         return 0

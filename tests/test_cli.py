@@ -32,3 +32,23 @@ def test_cli_rejects_bad_arguments():
         cli.main(["run", "--n-removals", "-1"])
     with pytest.raises(SystemExit):
         cli.main(["run", "--removal", "worst"])
+    for extra in (["--centralized"], ["--removal", "adversarial"], ["--plot", "x.png"]):
+        with pytest.raises(SystemExit):
+            cli.main(["run", "--engine", "flower", *extra])
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--engine", "spark"])
+
+
+def test_flower_removal_plan_keeps_client_clusters_points():
+    import numpy as np
+    from fedcore._flowerjob import plan_removals
+    held = {0: list(range(10)), 1: list(range(10, 13)), 2: list(range(13, 20))}
+    plan = plan_removals(held, 5, 2, 3, np.random.default_rng(0))   # 3 + 0 + 2 batches fit
+    removed = [i for _, ids in plan for i in ids]
+    assert len(removed) == len(set(removed)) == 10          # never the same point twice
+    for client, ids in plan:
+        assert set(ids) <= set(held[client]) and len(ids) == 2
+    left = {l: len(ids) - sum(len(i) for c, i in plan if c == l) for l, ids in held.items()}
+    assert min(left.values()) >= 3 and left[1] == 3          # client 1 was never eligible
+    with pytest.raises(ValueError, match="No client can lose another batch"):
+        plan_removals(held, 6, 2, 3, np.random.default_rng(0))

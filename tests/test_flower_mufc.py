@@ -195,3 +195,13 @@ def test_parse_removals():
         flower_mufc.parse_removals("x:1")
     with pytest.raises(ValueError, match="'removals'.*'4:'"):
         flower_mufc.parse_removals("4:")
+
+
+def test_cli_flower_engine_reports_the_same_model(capsys):
+    from fedcore import cli
+    assert cli.main(["run", "--engine", "flower", "--n-clients", "8", "--n-removals", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "Flower simulation (Ray backend), 8 nodes" in out
+    (same,) = [line for line in out.splitlines()
+               if line.startswith("same model as the in-process run")]
+    assert same.split()[-1] == "yes"

@@ -211,6 +211,8 @@ def simulate(server_app, client_app, n_nodes, *, backend_config=None, verbose=Fa
     require_flwr()
     from flwr.simulation import run_simulation
     config = {"client_resources": {"num_cpus": 1, "num_gpus": 0.0}}
+    if not verbose:  # actors' logs stay in Ray's log files; errors still reach the server
+        config["init_args"] = {"log_to_driver": False, "logging_level": logging.ERROR}
     if backend_config:
         config.update(backend_config)
     flwr_logger = logging.getLogger("flwr")

@@ -72,7 +72,9 @@ class MUFCFlowerResult:
     aggregate_ : (bins (m, d) int64, counts (m,) int64), the decoded sum of the last round
     comm_ : CommLedger, every message the server received
     reports_ : list of MUFCRemovalReport, the fit (round 0) then one per removal request; timings
-        of clients are the slowest node's, as the nodes report them
+        of clients are the slowest node's, as the nodes report them; ``round_wall`` is the
+        server's wall time of the whole round (messages included; the fit's includes the hello).
+        ``client_retrained`` is None when the server does not learn it (exact mode).
     n_rounds_ : int
     node_ids_ : list of int, the Flower node of each client id
     """
@@ -345,11 +347,15 @@ def run_server(grid, model, n_nodes, removals=(), timeout=DEFAULT_TIMEOUT):
     removal requests ``[(client, ids or None), ...]``. Returns a :class:`MUFCFlowerResult`."""
     server = _Server(grid, model, timeout)
     nodes = wait_for_nodes(grid, n_nodes, timeout)
+    t0 = time.perf_counter()
     sizes, n_features, boxes = server.hello(nodes)
     client_rngs = model._start(sizes, n_features, boxes, with_clients=False)
     reports = [server._publish(server.fit_round(client_rngs), 0)]
+    reports[0].timings["round_wall"] = time.perf_counter() - t0
     for client, ids in removals:
+        t0 = time.perf_counter()
         reports.append(server.removal_round(int(client), ids))
+        reports[-1].timings["round_wall"] = time.perf_counter() - t0
     return MUFCFlowerResult(model.cluster_centers_, model.aggregate_, model.comm_, reports,
                             model.n_rounds_, list(server.node_of))
 
