@@ -248,3 +248,23 @@ def test_zero_weight_rows_do_not_pull_centers():
     b = fedcore.KMeans(4, init=init, n_init=1, tol=0.0).fit(X[50:])
     np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(a.labels_[50:], b.labels_)
+
+
+def test_concurrent_restarts_equal_sequential_restarts():
+    import numba
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs two Numba threads to run restarts concurrently")
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(600, 4))
+    w = rng.integers(1, 5, size=600).astype(float)
+    fits = []
+    for threads in (1, 2):
+        previous = numba.get_num_threads()
+        numba.set_num_threads(threads)
+        try:
+            fits.append(fedcore.KMeans(6, n_init=7, random_state=3).fit(X, sample_weight=w))
+        finally:
+            numba.set_num_threads(previous)
+    np.testing.assert_array_equal(fits[0].cluster_centers_, fits[1].cluster_centers_)
+    np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
+    assert fits[0].inertia_ == fits[1].inertia_ and fits[0].n_iter_ == fits[1].n_iter_

@@ -1,10 +1,13 @@
 """k-means++ seeding and weighted Lloyd k-means."""
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
+import numba
 import numpy as np
 
 from .._validation import (check_array, check_distance_range, check_int, check_random_state,
                            check_sample_weight, check_scalar)
+from .._config import CHUNK_SIZE
 from ..kernels.distances import assign_nearest, pairwise_sq_distances
 from ..kernels.lloyd import lloyd_run
 from ..kernels.seeding import (center_gaps, chunk_sums, d2_refresh, d2_update, min_sq_distance,
@@ -212,6 +215,25 @@ def _lloyd(X, weights, centers, max_iter, tol):
     return centers, labels, float(inertia), int(n_iter)
 
 
+_POOL = None
+
+
+def _lloyd_restarts(X, weights, inits, max_iter, tol):
+    """Lloyd from each initialization, in order of ``inits``.
+
+    Small problems (at most ``CHUNK_SIZE`` rows, where each kernel call runs on one thread) run
+    their restarts concurrently on Numba's thread count (the kernels release the GIL); large ones
+    run one after another with parallel kernels. The results do not depend on the schedule.
+    """
+    global _POOL
+    threads = numba.get_num_threads()
+    if len(inits) == 1 or X.shape[0] > CHUNK_SIZE or threads == 1:
+        return [_lloyd(X, weights, c, max_iter, tol) for c in inits]
+    if _POOL is None or _POOL._max_workers != threads:
+        _POOL = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="fedcore-lloyd")
+    return list(_POOL.map(lambda c: _lloyd(X, weights, c, max_iter, tol), inits))
+
+
 class KMeans(BaseEstimator):
     """Weighted Lloyd k-means from k-means++ (or given) centers.
 
@@ -266,13 +288,10 @@ class KMeans(BaseEstimator):
         max_iter = check_int(self.max_iter, "max_iter", min_value=1)
         tol = _tolerance(X, check_scalar(self.tol, "tol", min_value=0.0))
         rng = check_random_state(self.random_state)
-        inits = self._initial_centers(X, weights, k, n_init, rng)
-        best = None
-        for centers in inits:
-            result = _lloyd(X, weights, centers, max_iter, tol)
-            if best is None or result[2] < best[2]:
-                best = result
-        centers, labels, inertia, n_iter = best
+        inits = list(self._initial_centers(X, weights, k, n_init, rng))
+        results = _lloyd_restarts(X, weights, inits, max_iter, tol)
+        best = min(range(len(results)), key=lambda i: results[i][2])  # first of the lowest
+        centers, labels, inertia, n_iter = results[best]
         self.cluster_centers_ = centers.astype(X.dtype, copy=False)
         self.labels_ = labels
         self.inertia_ = float(inertia)
