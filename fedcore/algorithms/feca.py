@@ -9,8 +9,10 @@ of the ``n_clusters`` largest groups (ServerAggregation, Alg. 5). Alg. 1 is :fun
 
 Layout: the kernels (:func:`cluster_statistics`, :func:`greedy_ball_groups`) do one pass each into
 buffers they are given; the plain functions :func:`client_update`, :func:`radius_assign` and
-:func:`server_aggregation` implement Alg. 2-5 on their outputs; :func:`feca` runs Alg. 1 and
-:class:`FeCA` wraps it.
+:func:`server_aggregation` implement Alg. 2-5 on their outputs; :func:`feca_client` is one
+client's part of Alg. 1 and :func:`feca_server` the server's; :func:`feca` runs Alg. 1 with both
+in one process and :class:`FeCA` wraps it (``fedcore.integrations.flower.feca`` runs the same two
+on Flower nodes).
 """
 import contextlib
 import warnings
@@ -28,9 +30,10 @@ from ..kernels.feca import cluster_statistics, greedy_ball_groups
 from ._base import BaseEstimator, check_is_fitted
 from .kmeans import KMeans
 
-__all__ = ["FeCA", "FeCAResult", "FewerGroupsWarning", "feca", "client_update", "radius_assign",
-           "server_aggregation", "cluster_statistics", "greedy_ball_groups", "check_federation",
-           "client_kmeans", "predict_nearest", "run_clients", "single_threaded_kernels"]
+__all__ = ["FeCA", "FeCAResult", "FewerGroupsWarning", "feca", "feca_client", "feca_server",
+           "check_feca_params", "client_update", "radius_assign", "server_aggregation",
+           "cluster_statistics", "greedy_ball_groups", "check_federation", "client_kmeans",
+           "predict_nearest", "run_clients", "single_threaded_kernels"]
 
 
 class FewerGroupsWarning(UserWarning):
@@ -338,10 +341,39 @@ def client_kmeans(X, n_clusters, *, init="k-means++", n_init=1, max_iter=300, to
     return np.asarray(best.cluster_centers_, dtype=np.float64), best.labels_
 
 
-def _feca_client(X, k_client, radius, init, n_init, max_iter, tol, seed):
-    """Alg. 1 lines 3-4 on one client: (sent centroids, their radii, indices removed by Alg. 2)."""
-    centers, labels = client_kmeans(X, k_client, init=init, n_init=n_init, max_iter=max_iter,
-                                    tol=tol, random_state=np.random.default_rng(seed))
+def check_feca_params(n_clusters, client_clusters=None, radius="empirical", init="k-means++",
+                      n_init=1, max_iter=300, tol=1e-4):
+    """Validate FeCA's parameters once; returns them as a dict with ``client_clusters`` resolved
+    (None means ``n_clusters``)."""
+    k = check_int(n_clusters, "n_clusters", min_value=1)
+    k_client = k if client_clusters is None else check_int(client_clusters, "client_clusters",
+                                                            min_value=1)
+    if radius not in ("empirical", "theoretical"):
+        raise ValueError(f"Argument 'radius' must be 'empirical' or 'theoretical', got {radius!r}")
+    if init not in ("k-means++", "random"):
+        raise ValueError(f"Argument 'init' must be 'k-means++' or 'random', got {init!r}")
+    return {"n_clusters": k, "client_clusters": k_client, "radius": radius, "init": init,
+            "n_init": check_int(n_init, "n_init", min_value=1),
+            "max_iter": check_int(max_iter, "max_iter", min_value=1),
+            "tol": check_scalar(tol, "tol", min_value=0.0)}
+
+
+def feca_client(X, client_clusters, *, radius="empirical", init="k-means++", n_init=1,
+                max_iter=300, tol=1e-4, seed):
+    """Alg. 1 lines 3-4 on one client: ClientUpdate (Alg. 2), then RadiusAssign (Alg. 3 or 4).
+
+    Parameters are validated by the caller (:func:`check_feca_params`); ``seed`` is the client's
+    integer seed (see :func:`feca`). Runs in the calling thread with its Numba thread count.
+
+    Returns
+    -------
+    centers : ndarray of shape (m, n_features), float64, the centroids the client sends
+    radii : ndarray of shape (m,), their radii
+    removed : ndarray of int64, Lloyd indices removed as one-fit-many (Alg. 2 line 8)
+    """
+    centers, labels = client_kmeans(X, client_clusters, init=init, n_init=n_init,
+                                    max_iter=max_iter, tol=tol,
+                                    random_state=np.random.default_rng(seed))
     k, d = centers.shape
     counts, sums = np.empty(k), np.empty((k, d))
     costs, max_sq = np.empty(k), np.empty(k)
@@ -351,45 +383,59 @@ def _feca_client(X, k_client, radius, init, n_init, max_iter, tol, seed):
     return centers[kept], radii, removed
 
 
+def feca_server(client_centers, client_radii, client_removed, n_clusters, n_features,
+                stacklevel=2):
+    """Alg. 1 lines 6-8 at the server: count the one round, run ServerAggregation (Alg. 5).
+
+    Parameters
+    ----------
+    client_centers, client_radii, client_removed : lists indexed by client, the outputs of
+        :func:`feca_client`
+    n_clusters : int
+    n_features : int, the width of every client's centroids (counted in the ledger)
+    stacklevel : int, passed to the :class:`FewerGroupsWarning`
+
+    Returns a :class:`FeCAResult`. Warns with :class:`FewerGroupsWarning` when fewer than
+    ``n_clusters`` groups form; the result then has fewer centers (never padded).
+    """
+    comm = CommLedger()
+    for l, C in enumerate(client_centers):
+        # Alg. 1 lines 6-7: the only message, centroids with their radii, up in round 0.
+        comm.record(0, sender=l, receiver=SERVER, kind="centroids+radii",
+                    n_elements=C.shape[0] * (n_features + 1))
+    with single_threaded_kernels():
+        centers, groups, n_groups = server_aggregation(client_centers, client_radii, n_clusters)
+    if n_groups < n_clusters:
+        warnings.warn(f"FeCA's server aggregation formed {n_groups} group(s), fewer than "
+                      f"n_clusters={n_clusters}: cluster_centers_ has {n_groups} row(s), not "
+                      "padded (FeCA paper, Appendix E)", FewerGroupsWarning,
+                      stacklevel=stacklevel + 1)
+    return FeCAResult(centers, list(client_centers), list(client_radii), groups, n_groups,
+                      list(client_removed), comm)
+
+
 def feca(federation, n_clusters, *, client_clusters=None, radius="empirical", init="k-means++",
          n_init=1, max_iter=300, tol=1e-4, n_jobs=None, random_state=None):
     """Run FeCA (Alg. 1) on a horizontal federation; see :class:`FeCA` for the parameters.
 
     Returns a :class:`FeCAResult`. Warns with :class:`FewerGroupsWarning` when the server forms
-    fewer than ``n_clusters`` groups.
+    fewer than ``n_clusters`` groups. Client ``l`` runs :func:`feca_client` with the ``l``-th seed
+    drawn by :func:`_client_seeds`; the server runs :func:`feca_server`. The Flower apps
+    (:mod:`fedcore.integrations.flower.feca`) run the same two functions on Flower nodes.
     """
-    k = check_int(n_clusters, "n_clusters", min_value=1)
-    k_client = k if client_clusters is None else check_int(client_clusters, "client_clusters",
-                                                            min_value=1)
-    if radius not in ("empirical", "theoretical"):
-        raise ValueError(f"Argument 'radius' must be 'empirical' or 'theoretical', got {radius!r}")
-    if init not in ("k-means++", "random"):
-        raise ValueError(f"Argument 'init' must be 'k-means++' or 'random', got {init!r}")
-    n_init = check_int(n_init, "n_init", min_value=1)
-    max_iter = check_int(max_iter, "max_iter", min_value=1)
-    tol = check_scalar(tol, "tol", min_value=0.0)
+    params = check_feca_params(n_clusters, client_clusters, radius, init, n_init, max_iter, tol)
+    k = params.pop("n_clusters")
+    k_client = params.pop("client_clusters")
     fed = check_federation(federation, k_client)
     rng = check_random_state(random_state)
     seeds = _client_seeds(rng, fed.n_clients)
 
     def client(l):
         X, _ = fed.client(l)
-        return _feca_client(X, k_client, radius, init, n_init, max_iter, tol, seeds[l])
+        return feca_client(X, k_client, seed=seeds[l], **params)
 
     sent, radii, removed = zip(*run_clients(client, fed.n_clients, n_jobs))
-    sent, radii, removed = list(sent), list(radii), list(removed)
-    comm = CommLedger()
-    for l, C in enumerate(sent):
-        # Alg. 1 lines 6-7: the only message, centroids with their radii, up in round 0.
-        comm.record(0, sender=l, receiver=SERVER, kind="centroids+radii",
-                    n_elements=C.shape[0] * (fed.n_features + 1))
-    with single_threaded_kernels():
-        centers, groups, n_groups = server_aggregation(sent, radii, k)
-    if n_groups < k:
-        warnings.warn(f"FeCA's server aggregation formed {n_groups} group(s), fewer than "
-                      f"n_clusters={k}: cluster_centers_ has {n_groups} row(s), not padded "
-                      "(FeCA paper, Appendix E)", FewerGroupsWarning, stacklevel=2)
-    return FeCAResult(centers, sent, radii, groups, n_groups, removed, comm)
+    return feca_server(sent, radii, removed, k, fed.n_features, stacklevel=2)
 
 
 class FeCA(BaseEstimator):

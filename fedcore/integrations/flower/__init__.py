@@ -6,5 +6,6 @@ Flower's built-in secure aggregation (SecAgg+) sums dense vectors modulo 2**k, s
 counts travel as fedcore's SCMA messages (uint64 ``ArrayRecord``s) instead.
 """
 from ._common import FlowerApps, FlowerRoundError, simulate
+from .feca import feca_apps, load_feca_result
 
-__all__ = ["FlowerApps", "FlowerRoundError", "simulate"]
+__all__ = ["FlowerApps", "FlowerRoundError", "simulate", "feca_apps", "load_feca_result"]

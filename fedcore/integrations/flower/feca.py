@@ -1,0 +1,343 @@
+"""FeCA on Flower: one round, refined centroids and radii up, ServerAggregation at the server.
+
+The ServerApp sends every node one ``train`` message with the client settings of Alg. 1 and the
+per-client seeds; each ClientApp runs ClientUpdate and RadiusAssign (Alg. 2-4) on its own data,
+with :func:`fedcore.algorithms.feca.feca_client`, and replies with its centroids and radii; the
+server runs ServerAggregation (Alg. 5) with :func:`fedcore.algorithms.feca.feca_server`. These are
+the functions :func:`fedcore.algorithms.feca.feca` runs in one process, so the same seeds give
+the same centers, bit for bit, and the same one-round :class:`~fedcore.federation.CommLedger`.
+
+Two ways in:
+
+- :func:`feca_apps` builds a ServerApp and a ClientApp from a :class:`~fedcore.FeCA` estimator
+  and a data description (the keys of
+  :func:`~fedcore.integrations.flower._common.federation_from_settings`); ``.simulate(n)`` runs
+  them with Flower's simulation engine and returns the fitted model.
+- :data:`server_app` and :data:`client_app` serve ``flwr run`` deployments
+  (``fedcore.integrations.flower.feca:server_app`` / ``:client_app``). Every setting comes from
+  the run config (:data:`RUN_CONFIG_KEYS`); the server writes the model to ``output-path``, an
+  ``.npz`` file that :func:`load_feca_result` reads back.
+
+Which client a node is comes from its node config (``partition-id``, ``num-partitions``), which
+the server never sees: the request therefore carries the seeds of all clients (one integer
+each, drawn as :func:`~fedcore.algorithms.feca.feca` draws them) and each node takes the one at
+its ``partition-id``. A seed tells nothing about a client's data.
+"""
+import json
+import logging
+import os
+
+import numpy as np
+
+from ..._validation import check_array, check_int, check_random_state, check_scalar
+from ...algorithms.feca import (FeCA, _client_seeds, check_feca_params, feca_client, feca_server,
+                                single_threaded_kernels)
+from ...federation.ledger import SERVER, CommLedger
+from ._common import (DEFAULT_TIMEOUT, FlowerApps, FlowerRoundError, arrays_record, exchange,
+                      local_partition, read_arrays, require_flwr, settings, wait_for_nodes)
+
+__all__ = ["feca_apps", "run_feca_server", "client_train", "estimator_from_config",
+           "save_feca_result", "load_feca_result", "server_main", "server_app", "client_app",
+           "RUN_CONFIG_KEYS", "MESSAGE_TYPE"]
+
+MESSAGE_TYPE = "train"
+_STAGE = 0  # the one round of Alg. 1, round 0 of the ledger
+
+RUN_CONFIG_KEYS = {
+    "n-clusters": "FeCA n_clusters (required)",
+    "client-clusters": "FeCA client_clusters; 0 or absent means n_clusters",
+    "radius": 'RadiusAssign variant, "empirical" (default) or "theoretical"',
+    "init": 'client Lloyd seeding, "k-means++" (default) or "random"',
+    "n-init": "Lloyd runs per client (default 1)",
+    "max-iter": "Lloyd iterations per run (default 300)",
+    "tol": "Lloyd tolerance (default 1e-4)",
+    "random-seed": "integer seed of the per-client seeds; absent or -1 means fresh entropy",
+    "num-partitions": "number of clients; the server waits for this many nodes (required)",
+    "timeout": f"seconds for the nodes to connect and for the round (default {DEFAULT_TIMEOUT})",
+    "output-path": "the .npz file the server writes the model to (required)",
+}
+"""Run-config keys of :data:`server_app`; the data keys of
+:func:`~fedcore.integrations.flower._common.local_partition` are read by the nodes."""
+
+_ESTIMATOR_KEYS = ("n_clusters", "client_clusters", "radius", "init", "n_init", "max_iter", "tol")
+
+
+# --------------------------------------------------------------------------------------------
+# Messages
+# --------------------------------------------------------------------------------------------
+
+def _request(params, seeds):
+    """The server's message: the client settings of Alg. 1 and the seed of every client."""
+    from flwr.app import ConfigRecord, RecordDict
+    return RecordDict({"feca": ConfigRecord({
+        "client-clusters": int(params["client_clusters"]), "radius": params["radius"],
+        "init": params["init"], "n-init": int(params["n_init"]),
+        "max-iter": int(params["max_iter"]), "tol": float(params["tol"]),
+        "seeds": [int(s) for s in seeds]})})
+
+
+def _client_reply(request, cfg):
+    """Alg. 1 lines 3-4 on this node's partition: the reply ``RecordDict``.
+
+    ``request`` is the ``"feca"`` ConfigRecord of :func:`_request`; ``cfg`` the node's settings.
+    """
+    from flwr.app import ConfigRecord, RecordDict
+    X, _, pid, n_parts = local_partition(cfg)
+    seeds = list(request["seeds"])
+    if len(seeds) != n_parts:
+        raise ValueError(f"Partition {pid}: the node config says num-partitions={n_parts}, but "
+                         f"the server runs FeCA on {len(seeds)} clients")
+    if not 0 <= pid < n_parts:
+        raise ValueError(f"Setting 'partition-id' must lie in [0, {n_parts}), got {pid}")
+    X = check_array(X, f"X of partition {pid}")
+    k_client = int(request["client-clusters"])
+    if X.shape[0] < k_client:
+        raise ValueError(f"Argument 'client_clusters'={k_client} exceeds the {X.shape[0]} "
+                         f"point(s) of client {pid}: every client needs at least client_clusters "
+                         "points")
+    with single_threaded_kernels():
+        centers, radii, removed = feca_client(
+            X, k_client, radius=str(request["radius"]), init=str(request["init"]),
+            n_init=int(request["n-init"]), max_iter=int(request["max-iter"]),
+            tol=float(request["tol"]), seed=int(seeds[pid]))
+    return RecordDict({"centroids": arrays_record(centers=centers, radii=radii, removed=removed),
+                       "client": ConfigRecord({"partition-id": pid, "num-partitions": n_parts})})
+
+
+def client_train(msg, context, data=None):
+    """The ClientApp's ``train`` handler: ``Message`` in, reply ``Message`` out.
+
+    ``data`` holds default settings (e.g. the dataset keys of :func:`feca_apps`), overridden by
+    the run config and then by the node config. An exception here reaches the server as an error
+    reply, which the server reports in a :class:`FlowerRoundError` naming this node.
+    """
+    from flwr.app import Message
+    reply = _client_reply(msg.content["feca"], settings(data or {}, context))
+    return Message(reply, reply_to=msg)
+
+
+# --------------------------------------------------------------------------------------------
+# Server
+# --------------------------------------------------------------------------------------------
+
+def _by_partition(replies, n_clients):
+    """``[(node, arrays)]`` indexed by partition id; raises FlowerRoundError on a duplicate or
+    out-of-range partition id, or on centroids whose width differs from the others'."""
+    owners, failures = {}, {}
+    for node, content in replies.items():
+        pid = int(content["client"]["partition-id"])
+        if not 0 <= pid < n_clients:
+            failures[node] = f"partition-id {pid} outside [0, {n_clients})"
+        elif pid in owners:
+            failures[node] = f"partition-id {pid} also claimed by node {owners[pid][0]}"
+            failures[owners[pid][0]] = f"partition-id {pid} also claimed by node {node}"
+        else:
+            owners[pid] = (node, read_arrays(content["centroids"]))
+    if not failures:
+        widths = {node: a["centers"].shape[1] for node, a in owners.values()}
+        d = widths[owners[0][0]]
+        failures = {node: f"centroids with {w} features, partition 0 sent {d}"
+                    for node, w in widths.items() if w != d}
+    if failures:
+        raise FlowerRoundError(f"{MESSAGE_TYPE} {_STAGE}", failures)
+    return [owners[pid] for pid in range(n_clients)]
+
+
+def run_feca_server(grid, estimator, n_clients, timeout=DEFAULT_TIMEOUT):
+    """Alg. 1 at the server of a Flower run: returns a new fitted :class:`~fedcore.FeCA`.
+
+    Waits for ``n_clients`` nodes, draws one seed per client from ``estimator.random_state`` as
+    :func:`~fedcore.algorithms.feca.feca` does, sends the request, and aggregates the replies in
+    partition order. Raises :class:`FlowerRoundError` when a node fails, does not reply within
+    ``timeout`` seconds or claims a partition id another node claims; nothing is returned then.
+    ``estimator.n_jobs`` plays no part (each node is one client).
+    """
+    params = estimator.get_params()
+    checked = check_feca_params(**{key: params[key] for key in _ESTIMATOR_KEYS})
+    n_clients = check_int(n_clients, "n_clients", min_value=1)
+    nodes = wait_for_nodes(grid, n_clients, timeout)
+    seeds = _client_seeds(check_random_state(params["random_state"]), n_clients)
+    replies = exchange(grid, {node: _request(checked, seeds) for node in nodes}, MESSAGE_TYPE,
+                       _STAGE, timeout)
+    sent = [arrays for _, arrays in _by_partition(replies, n_clients)]
+    result = feca_server([a["centers"] for a in sent], [a["radii"] for a in sent],
+                         [a["removed"] for a in sent], checked["n_clusters"],
+                         sent[0]["centers"].shape[1])
+    return FeCA(**params)._store_result(result)
+
+
+def feca_apps(estimator, data, *, timeout=DEFAULT_TIMEOUT):
+    """A ServerApp and a ClientApp that fit ``estimator`` on Flower nodes, in one round.
+
+    Parameters
+    ----------
+    estimator : FeCA
+        Its parameters (and ``random_state``, drawn from at each run as ``fit`` does) set the run;
+        the estimator itself is not modified.
+    data : dict
+        Settings of the nodes' data, overridden by each node's node config: the keys of
+        :func:`~fedcore.integrations.flower._common.federation_from_settings` ("dataset",
+        "num-partitions", "partition", "alpha", "data-seed", ...) or a node's "data-path".
+        "num-partitions", the number of clients, is required.
+    timeout : float, default=600
+        Seconds for the nodes to connect, and for the round.
+
+    Returns
+    -------
+    FlowerApps
+        ``apps.simulate(n_nodes)`` runs the apps (``n_nodes`` = ``data["num-partitions"]``) and
+        returns, as ``apps.result``, a new fitted :class:`~fedcore.FeCA` with the estimator's
+        parameters: ``cluster_centers_``, ``client_centers_``, ``client_radii_``, ``groups_``,
+        ``n_groups_``, ``client_removed_``, ``comm_`` and ``predict`` as after ``fit``, equal to
+        ``FeCA.fit`` on the same federation with the same seed. A failed round raises
+        :class:`FlowerRoundError` and publishes nothing (``apps.result is None``).
+    """
+    require_flwr()
+    from flwr.clientapp import ClientApp
+    from flwr.serverapp import ServerApp
+    if not isinstance(estimator, FeCA):
+        raise TypeError(f"Argument 'estimator' must be a FeCA, got {type(estimator).__name__}")
+    params = estimator.get_params()
+    check_feca_params(**{key: params[key] for key in _ESTIMATOR_KEYS})
+    if not isinstance(data, dict):
+        raise TypeError(f"Argument 'data' must be a dict of settings, got {type(data).__name__}")
+    if "num-partitions" not in data:
+        raise ValueError(f"Argument 'data' must give 'num-partitions' (the number of clients), "
+                         f"got keys {sorted(data)}")
+    data = dict(data)
+    timeout = check_scalar(timeout, "timeout", min_value=0.0, include_min=False)
+    server_app, client_app = ServerApp(), ClientApp()
+    apps = FlowerApps(server_app, client_app)
+
+    @server_app.main()
+    def main(grid, context):
+        cfg = settings(data, context)
+        apps.publish(run_feca_server(grid, FeCA(**params), int(cfg["num-partitions"]), timeout))
+
+    @client_app.train()
+    def train(msg, context):
+        return client_train(msg, context, data)
+
+    return apps
+
+
+# --------------------------------------------------------------------------------------------
+# Deployment: settings from the run config, model to an .npz file
+# --------------------------------------------------------------------------------------------
+
+def _required(cfg, key):
+    if key not in cfg or cfg[key] in ("", None):
+        raise ValueError(f"Run config key {key!r} is required ({RUN_CONFIG_KEYS[key]})")
+    return cfg[key]
+
+
+def estimator_from_config(cfg):
+    """The :class:`~fedcore.FeCA` that a run config describes (keys: :data:`RUN_CONFIG_KEYS`)."""
+    client_clusters = int(cfg.get("client-clusters", 0))
+    seed = int(cfg.get("random-seed", -1))
+    estimator = FeCA(int(_required(cfg, "n-clusters")),
+                     client_clusters=client_clusters if client_clusters > 0 else None,
+                     radius=str(cfg.get("radius", "empirical")),
+                     init=str(cfg.get("init", "k-means++")), n_init=int(cfg.get("n-init", 1)),
+                     max_iter=int(cfg.get("max-iter", 300)), tol=float(cfg.get("tol", 1e-4)),
+                     random_state=seed if seed >= 0 else None)
+    check_feca_params(**{key: getattr(estimator, key) for key in _ESTIMATOR_KEYS})
+    return estimator
+
+
+def server_main(grid, context):
+    """The deployment ServerApp's main: settings from the run config, model to ``output-path``.
+
+    Everything is checked before the round, so a bad setting costs no node any work; the file is
+    written only after the round succeeded.
+    """
+    cfg = settings({}, context)
+    estimator = estimator_from_config(cfg)
+    n_clients = int(_required(cfg, "num-partitions"))
+    path = os.path.abspath(os.path.expanduser(str(_required(cfg, "output-path"))))
+    if not os.path.isdir(os.path.dirname(path)):
+        raise ValueError(f"Run config key 'output-path' names a file in a missing directory: "
+                         f"{path}")
+    timeout = check_scalar(float(cfg.get("timeout", DEFAULT_TIMEOUT)), "timeout",
+                           min_value=0.0, include_min=False)
+    model = run_feca_server(grid, estimator, n_clients, timeout)
+    save_feca_result(model, path)
+    from flwr.common import log
+    log(logging.INFO, "FeCA: %d center(s) from %d group(s) of the centroids of %d client(s), "
+        "written to %s", model.cluster_centers_.shape[0], model.n_groups_, n_clients, path)
+
+
+def _ragged(arrays, dtype, width=None):
+    """Concatenation of ``arrays`` and their lengths (so empty lists keep their shape)."""
+    sizes = np.array([a.shape[0] for a in arrays], dtype=np.int64)
+    shape = (0,) if width is None else (0, width)
+    flat = np.concatenate(arrays).astype(dtype) if arrays else np.empty(shape, dtype=dtype)
+    return flat, sizes
+
+
+def save_feca_result(model, path):
+    """Write a fitted :class:`~fedcore.FeCA` to ``path`` (an ``.npz`` file, name kept as given).
+
+    Client lists are stored concatenated with their lengths; :func:`load_feca_result` undoes it.
+    """
+    d = model.cluster_centers_.shape[1]
+    centers, center_sizes = _ragged(model.client_centers_, np.float64, d)
+    radii, _ = _ragged(model.client_radii_, np.float64)
+    removed, removed_sizes = _ragged(model.client_removed_, np.int64)
+    groups, group_sizes = _ragged(model.groups_, np.int64, 2)
+    params = {key: value for key, value in model.get_params().items()
+              if value is None or isinstance(value, (int, float, str))}
+    comm = model.comm_.messages
+    with open(path, "wb") as f:
+        np.savez(f, cluster_centers=model.cluster_centers_, n_groups=model.n_groups_,
+                 client_centers=centers, client_center_sizes=center_sizes, client_radii=radii,
+                 client_removed=removed, client_removed_sizes=removed_sizes, groups=groups,
+                 group_sizes=group_sizes, params=json.dumps(params),
+                 comm_senders=np.array([m.sender for m in comm], dtype=np.int64),
+                 comm_elements=np.array([m.n_elements for m in comm], dtype=np.int64),
+                 comm_bits=np.array([m.n_bits for m in comm], dtype=np.int64))
+
+
+def load_feca_result(path):
+    """The fitted :class:`~fedcore.FeCA` that :func:`save_feca_result` wrote (``random_state``
+    is kept when it was None or an int)."""
+    with np.load(path) as f:
+        a = {key: f[key] for key in f.files}
+
+    def split(flat, sizes):
+        return list(np.split(flat, np.cumsum(sizes)[:-1])) if sizes.size else []
+
+    model = FeCA(**json.loads(str(a["params"])))
+    model.cluster_centers_ = a["cluster_centers"]
+    model.client_centers_ = split(a["client_centers"], a["client_center_sizes"])
+    model.client_radii_ = split(a["client_radii"], a["client_center_sizes"])
+    model.client_removed_ = split(a["client_removed"], a["client_removed_sizes"])
+    model.groups_ = split(a["groups"], a["group_sizes"])
+    model.n_groups_ = int(a["n_groups"])
+    model.comm_ = CommLedger()
+    for sender, n_elements, n_bits in zip(a["comm_senders"], a["comm_elements"], a["comm_bits"]):
+        model.comm_.record(0, sender=int(sender), receiver=SERVER, kind="centroids+radii",
+                           n_elements=int(n_elements), n_bits=int(n_bits))
+    model.n_features_in_ = model.cluster_centers_.shape[1]
+    return model
+
+
+def _deployment_apps():
+    require_flwr()
+    from flwr.clientapp import ClientApp
+    from flwr.serverapp import ServerApp
+    server, client = ServerApp(), ClientApp()
+    server.main()(server_main)
+    client.train()(client_train)
+    return server, client
+
+
+def __getattr__(name):
+    # server_app and client_app are built on first access, so that importing this module (for
+    # feca_apps, or by pytest's doctest collection) does not need flwr. Flower loads them with
+    # getattr, and finds their names in __all__ when it checks the module without importing it.
+    if name in ("server_app", "client_app"):
+        global server_app, client_app
+        server_app, client_app = _deployment_apps()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

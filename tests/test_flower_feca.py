@@ -1,0 +1,187 @@
+"""FeCA on Flower: the one-round apps give the in-process model bit for bit, failed or silent
+nodes are named and publish nothing, the deployment's file and run config round-trip.
+
+Four simulations (Ray backend), about ten seconds each; everything else runs without Flower's
+engine.
+"""
+import os
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("flwr", reason="the Flower apps need the optional dependency flwr")
+
+from flwr.app import ConfigRecord, RecordDict  # noqa: E402
+from flwr.clientapp import ClientApp  # noqa: E402
+
+from fedcore.algorithms.feca import FeCA, FewerGroupsWarning  # noqa: E402
+from fedcore.integrations.flower import FlowerRoundError  # noqa: E402
+from fedcore.integrations.flower._common import (arrays_record,  # noqa: E402
+                                                 federation_from_settings)
+from fedcore.integrations.flower.feca import (_by_partition, client_train,  # noqa: E402
+                                              estimator_from_config, feca_apps,
+                                              load_feca_result, save_feca_result)
+
+
+def assert_same_model(got, want):
+    np.testing.assert_array_equal(got.cluster_centers_, want.cluster_centers_)
+    assert got.n_groups_ == want.n_groups_
+    for name in ("client_centers_", "client_radii_", "client_removed_", "groups_"):
+        a, b = getattr(got, name), getattr(want, name)
+        assert len(a) == len(b), name
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+    assert got.comm_.messages == want.comm_.messages
+    assert got.get_params() == want.get_params()
+
+
+def _simulate(apps, n_nodes):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # Ray's, not ours
+        start = time.perf_counter()
+        try:
+            return apps.simulate(n_nodes)
+        finally:
+            print(f"{n_nodes}-node simulation: {time.perf_counter() - start:.1f} s")
+
+
+# ------------------------------------------------------------------------------------------
+# Simulations
+# ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("data, estimator", [
+    ({"dataset": "s1", "num-partitions": 10, "partition": "dirichlet", "alpha": 0.3,
+      "data-seed": 3}, FeCA(15, random_state=7)),
+    # Every client setting travels in the request: non-default values for each of them.
+    ({"dataset": "gaussian", "num-partitions": 100, "partition": "iid", "data-seed": 1},
+     FeCA(10, client_clusters=12, radius="theoretical", init="random", n_init=2, max_iter=50,
+          tol=1e-6, random_state=11)),
+], ids=["s1-dirichlet-10", "gaussian-iid-100"])
+def test_flower_run_equals_in_process_fit(data, estimator):
+    n = data["num-partitions"]
+    want = FeCA(**estimator.get_params()).fit(federation_from_settings(data))
+    apps = feca_apps(estimator, data, timeout=120)
+    got = _simulate(apps, n)
+    assert got is apps.result and got is not estimator
+    assert_same_model(got, want)
+    assert got.comm_.n_rounds == 1 and got.comm_.n_messages == n
+    X, _ = federation_from_settings(data).to_array()
+    np.testing.assert_array_equal(got.predict(X), want.predict(X))
+
+
+def test_failing_node_is_named_and_nothing_is_published():
+    data = {"dataset": "s1", "num-partitions": 3, "data-seed": 0}
+    apps = feca_apps(FeCA(15, random_state=0), data, timeout=120)
+    broken = ClientApp()
+
+    @broken.train()
+    def train(msg, context):
+        if int(context.node_config["partition-id"]) == 1:
+            raise RuntimeError(f"node {context.node_id} lost its disk")
+        return client_train(msg, context, data)
+
+    apps.client_app = broken
+    with pytest.raises(FlowerRoundError, match="no model was published") as info:
+        _simulate(apps, 3)
+    assert apps.result is None
+    [(node, reason)] = info.value.failures.items()
+    assert f"node {node} lost its disk" in reason
+    assert info.value.stage == "train 0"
+
+
+def test_silent_nodes_are_named_after_the_timeout():
+    """Nodes that answer too late: the round ends at the timeout, naming each of them. (Every
+    node is late: how long a healthy node takes includes starting its actor, unknown here.)"""
+    data = {"dataset": "s1", "num-partitions": 2, "data-seed": 0}
+    apps = feca_apps(FeCA(15, random_state=0), data, timeout=1.0)
+    slow = ClientApp()
+
+    @slow.train()
+    def train(msg, context):
+        time.sleep(3.0)
+        return client_train(msg, context, data)
+
+    apps.client_app = slow
+    with pytest.raises(FlowerRoundError) as info:
+        _simulate(apps, 2)
+    assert apps.result is None
+    failures = info.value.failures
+    assert len(failures) == 2 and set(failures.values()) == {"no reply within 1.0 s"}
+    assert all(str(node) in str(info.value) for node in failures)
+
+
+# ------------------------------------------------------------------------------------------
+# Without the simulation engine
+# ------------------------------------------------------------------------------------------
+
+def _reply(pid, d=2, m=3):
+    return RecordDict({"centroids": arrays_record(centers=np.zeros((m, d)), radii=np.ones(m),
+                                                  removed=np.empty(0, dtype=np.int64)),
+                       "client": ConfigRecord({"partition-id": pid, "num-partitions": 3})})
+
+
+def test_replies_are_ordered_by_partition_and_checked():
+    order = _by_partition({30: _reply(2), 10: _reply(0), 20: _reply(1)}, 3)
+    assert [node for node, _ in order] == [10, 20, 30]
+    with pytest.raises(FlowerRoundError) as info:
+        _by_partition({10: _reply(0), 20: _reply(1), 30: _reply(1)}, 3)
+    assert set(info.value.failures) == {20, 30}
+    assert "also claimed by node" in info.value.failures[30]
+    with pytest.raises(FlowerRoundError) as info:
+        _by_partition({10: _reply(0), 20: _reply(1), 30: _reply(3)}, 3)
+    assert set(info.value.failures) == {30}
+    with pytest.raises(FlowerRoundError) as info:
+        _by_partition({10: _reply(0), 20: _reply(1, d=3), 30: _reply(2)}, 3)
+    assert info.value.failures == {20: "centroids with 3 features, partition 0 sent 2"}
+
+
+def test_saved_model_loads_back_equal(tmp_path):
+    data = {"dataset": "s1", "num-partitions": 4, "data-seed": 0}
+    fed = federation_from_settings(data)
+    model = FeCA(15, client_clusters=18, random_state=3).fit(fed)
+    path = tmp_path / "model"  # no suffix: the file keeps the name it is given
+    save_feca_result(model, path)
+    assert os.path.exists(path)
+    loaded = load_feca_result(path)
+    assert_same_model(loaded, model)
+    assert loaded.comm_.summary() == model.comm_.summary()
+    X, _ = fed.to_array()
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+
+
+def test_saved_model_with_fewer_groups_loads_back_unpadded(tmp_path):
+    X = np.array([[0.0, 0.0], [0.1, 0.0], [0.0, 0.1], [0.1, 0.1]])
+    with pytest.warns(FewerGroupsWarning):
+        model = FeCA(3, client_clusters=1, random_state=0).fit([X, X + 0.01])
+    assert model.n_groups_ < 3
+    save_feca_result(model, tmp_path / "few.npz")
+    loaded = load_feca_result(tmp_path / "few.npz")
+    assert loaded.cluster_centers_.shape == (model.n_groups_, 2)
+    assert_same_model(loaded, model)
+
+
+def test_run_config_describes_the_estimator():
+    est = estimator_from_config({"n-clusters": 15, "num-partitions": 2})
+    assert est.get_params() == FeCA(15).get_params()
+    est = estimator_from_config({"n-clusters": 4, "client-clusters": 6, "radius": "theoretical",
+                                 "init": "random", "n-init": 3, "max-iter": 20, "tol": 0.0,
+                                 "random-seed": 5})
+    assert est.get_params() == FeCA(4, client_clusters=6, radius="theoretical", init="random",
+                                    n_init=3, max_iter=20, tol=0.0, random_state=5).get_params()
+    with pytest.raises(ValueError, match="'n-clusters' is required"):
+        estimator_from_config({"num-partitions": 2})
+    with pytest.raises(ValueError, match="radius"):
+        estimator_from_config({"n-clusters": 3, "radius": "widest"})
+
+
+def test_feca_apps_checks_its_arguments():
+    with pytest.raises(TypeError, match="'estimator' must be a FeCA"):
+        feca_apps(object(), {"num-partitions": 2})
+    with pytest.raises(ValueError, match="num-partitions"):
+        feca_apps(FeCA(3), {"dataset": "s1"})
+    with pytest.raises(ValueError, match="n_init"):
+        feca_apps(FeCA(3, n_init=0), {"num-partitions": 2})
+    with pytest.raises(ValueError, match="timeout"):
+        feca_apps(FeCA(3), {"num-partitions": 2}, timeout=0)
