@@ -7,5 +7,7 @@ counts travel as fedcore's SCMA messages (uint64 ``ArrayRecord``s) instead.
 """
 from ._common import FlowerApps, FlowerRoundError, simulate
 from .feca import feca_apps, load_feca_result
+from .mufc import MUFCFlowerResult, load_mufc_result, mufc_apps
 
-__all__ = ["FlowerApps", "FlowerRoundError", "simulate", "feca_apps", "load_feca_result"]
+__all__ = ["FlowerApps", "FlowerRoundError", "simulate", "feca_apps", "load_feca_result",
+           "mufc_apps", "load_mufc_result", "MUFCFlowerResult"]

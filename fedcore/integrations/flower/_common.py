@@ -51,8 +51,14 @@ class FlowerRoundError(RuntimeError):
 
 
 def _short(reason, limit=400):
-    reason = (reason or "").strip()
-    tail = reason.splitlines()[-1] if reason else "unknown error"
+    """The last line of a node's error: the exception's message, without the wrapping that
+    Flower's simulation engine adds (``...occurred. Message: <text>'>``)."""
+    lines = [line for line in (reason or "").strip().splitlines() if line.strip()]
+    tail = lines[-1].strip() if lines else "unknown error"
+    if tail.endswith("'>"):
+        tail = tail[:-2]
+    _, marker, message = tail.rpartition("occurred. Message: ")
+    tail = message if marker else tail
     return tail if len(tail) <= limit else tail[:limit] + "..."
 
 

@@ -32,6 +32,8 @@ of secure aggregation: the server relays public keys unauthenticated; a deployme
 resist an active server authenticates node keys (e.g. Flower node authentication).
 """
 import hashlib
+import logging
+import os
 import pickle
 import time
 from dataclasses import dataclass, field
@@ -47,14 +49,14 @@ from ._common import (DEFAULT_TIMEOUT, FlowerApps, FlowerRoundError, arrays_reco
                       generator_from_config, local_partition, read_arrays, require_flwr,
                       seed_sequence_config, settings, wait_for_nodes)
 
-__all__ = ["MUFCFlowerResult", "mufc_apps", "parse_removals", "handle_hello", "handle_round",
-           "DEFAULTS"]
+__all__ = ["MUFCFlowerResult", "mufc_apps", "load_mufc_result", "parse_removals", "handle_hello",
+           "handle_round", "DEFAULTS", "server_app", "client_app"]
 
 #: Settings of the MUFC apps (run config keys); data keys as in ``_common.federation_from_settings``.
 DEFAULTS = {
     "n-clusters": 10, "client-clusters": 5, "gamma": "auto", "secure": True,
     "server-data": "weighted", "server-n-init": 10, "random-phase": False,
-    "server-update": "exact", "seed": 0, "removals": "", "timeout": DEFAULT_TIMEOUT,
+    "server-update": "exact", "random-seed": 0, "removals": "", "timeout": DEFAULT_TIMEOUT,
     "output-path": "", "dataset": "gaussian", "partition": "noniid", "clusters-per-client": 5,
     "data-seed": 0,
 }
@@ -97,7 +99,8 @@ def _estimator(cfg):
     return MUFC(int(cfg["n-clusters"]), client_clusters=int(cfg["client-clusters"]), gamma=gamma,
                 secure=bool(cfg["secure"]), server_data=str(cfg["server-data"]),
                 server_n_init=int(cfg["server-n-init"]), random_phase=bool(cfg["random-phase"]),
-                server_update=str(cfg["server-update"]), random_state=int(cfg["seed"]))
+                server_update=str(cfg["server-update"]),
+                random_state=None if int(cfg["random-seed"]) < 0 else int(cfg["random-seed"]))
 
 
 def parse_removals(text):
@@ -363,7 +366,18 @@ def run_server(grid, model, n_nodes, removals=(), timeout=DEFAULT_TIMEOUT):
 def _save_result(path, result):
     bins, counts = result.aggregate_
     np.savez(path, cluster_centers=result.cluster_centers_, bins=bins, counts=counts,
-             node_ids=np.asarray(result.node_ids_, dtype=np.uint64))
+             node_ids=np.asarray(result.node_ids_, dtype=np.uint64),
+             n_rounds=np.int64(result.n_rounds_),
+             modeled_latency=np.array([r.modeled_latency for r in result.reports_]))
+
+
+def load_mufc_result(path):
+    """The model a deployed MUFC server wrote to ``output-path``: a :class:`MUFCFlowerResult`
+    with centers, aggregate, rounds and node ids (``comm_`` None, ``reports_`` empty; the
+    modeled latency of each round is in the file as ``modeled_latency``)."""
+    with np.load(path) as f:
+        return MUFCFlowerResult(f["cluster_centers"], (f["bins"], f["counts"]), None, [],
+                                int(f["n_rounds"]), [int(n) for n in f["node_ids"]])
 
 
 def mufc_apps(estimator=None, data=None, *, removals=(), timeout=DEFAULT_TIMEOUT):
@@ -397,14 +411,19 @@ def mufc_apps(estimator=None, data=None, *, removals=(), timeout=DEFAULT_TIMEOUT
         cfg = settings(defaults, context)
         model = estimator.__class__(**estimator.get_params()) if estimator is not None \
             else _estimator(cfg)
-        n_nodes = apps.n_nodes or int(cfg.get("num-nodes", 0))
+        n_nodes = apps.n_nodes or int(cfg.get("num-partitions", 0))
         if n_nodes < 1:
-            raise ValueError("Setting 'num-nodes' (nodes to wait for) is required, got "
-                             f"{cfg.get('num-nodes')!r}")
+            raise ValueError("Setting 'num-partitions' (clients = nodes to wait for) is "
+                             f"required, got {cfg.get('num-partitions')!r}")
         requests = list(removals) or parse_removals(cfg["removals"])
         result = run_server(grid, model, n_nodes, requests, float(cfg.get("timeout", timeout)))
         if cfg.get("output-path"):
-            _save_result(str(cfg["output-path"]), result)
+            path = os.path.abspath(os.path.expanduser(str(cfg["output-path"])))
+            _save_result(path, result)
+            from flwr.common import log
+            log(logging.INFO, "MUFC: %d center(s) after %d round(s) with %d client(s), "
+                "written to %s", result.cluster_centers_.shape[0], result.n_rounds_ + 1,
+                n_nodes, path)
         apps.publish(result)
 
     client_app.query()(lambda msg, context: handle_hello(msg, context, defaults))
@@ -417,8 +436,8 @@ _DEPLOYED = None
 
 def __getattr__(name):
     """``server_app`` and ``client_app`` for ``flwr run`` deployments (every setting from the run
-    config, see :data:`DEFAULTS`; the server waits for ``num-nodes`` nodes and writes the model
-    to ``output-path``). Built on first access, so importing this module needs no Flower run."""
+    config, see :data:`DEFAULTS`; the server waits for ``num-partitions`` nodes and writes the
+    model to ``output-path``, read it with :func:`load_mufc_result`). Built on first access, so importing this module needs no Flower run."""
     global _DEPLOYED
     if name in ("server_app", "client_app"):
         if _DEPLOYED is None:
