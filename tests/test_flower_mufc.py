@@ -205,3 +205,23 @@ def test_cli_flower_engine_reports_the_same_model(capsys):
     (same,) = [line for line in out.splitlines()
                if line.startswith("same model as the in-process run")]
     assert same.split()[-1] == "yes"
+
+
+def test_deployment_settings_and_saved_model(tmp_path):
+    cfg = dict(flower_mufc.DEFAULTS, **{"n-clusters": 4, "client-clusters": 3, "secure": False,
+                                        "gamma": "0.05", "random-seed": 9})
+    model = flower_mufc._estimator(cfg)
+    assert model.get_params() == MUFC(4, client_clusters=3, gamma=0.05, secure=False,
+                                      random_state=9).get_params()
+    assert flower_mufc._estimator(dict(cfg, **{"random-seed": -1})).random_state is None
+    from fedcore.algorithms.mufc import MUFCRemovalReport
+    result = flower_mufc.MUFCFlowerResult(
+        np.arange(8.0).reshape(4, 2), (np.array([[1, 2], [3, 4]]), np.array([5, 6])), None,
+        [MUFCRemovalReport(True, True, 0, {"server_cluster": 0.5})], 0, [7, 8])
+    path = tmp_path / "model.npz"
+    flower_mufc._save_result(str(path), result)
+    back = flower_mufc.load_mufc_result(str(path))
+    np.testing.assert_array_equal(back.cluster_centers_, result.cluster_centers_)
+    np.testing.assert_array_equal(back.aggregate_[0], result.aggregate_[0])
+    assert back.node_ids_ == [7, 8] and back.n_rounds_ == 0
+    np.testing.assert_array_equal(back.predict([[0.1, 0.9], [6.0, 7.2]]), [0, 3])
