@@ -6,8 +6,10 @@ Flower's built-in secure aggregation (SecAgg+) sums dense vectors modulo 2**k, s
 counts travel as fedcore's SCMA messages (uint64 ``ArrayRecord``s) instead.
 """
 from ._common import FlowerApps, FlowerRoundError, simulate
+from .f3km import F3KMFlowerResult, bcdkm_apps, fair_kmeans_apps, load_f3km_result
 from .feca import feca_apps, load_feca_result
 from .mufc import MUFCFlowerResult, load_mufc_result, mufc_apps
 
 __all__ = ["FlowerApps", "FlowerRoundError", "simulate", "feca_apps", "load_feca_result",
-           "mufc_apps", "load_mufc_result", "MUFCFlowerResult"]
+           "mufc_apps", "load_mufc_result", "MUFCFlowerResult", "bcdkm_apps", "fair_kmeans_apps",
+           "load_f3km_result", "F3KMFlowerResult"]
