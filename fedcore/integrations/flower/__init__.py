@@ -5,11 +5,13 @@ across Flower nodes.
 Flower's built-in secure aggregation (SecAgg+) sums dense vectors modulo 2**k, so MUFC's sparse
 counts travel as fedcore's SCMA messages (uint64 ``ArrayRecord``s) instead.
 """
-from ._common import FlowerApps, FlowerRoundError, simulate
-from .f3km import F3KMFlowerResult, bcdkm_apps, fair_kmeans_apps, load_f3km_result
+from ._common import FlowerApps, FlowerRoundError, federation_from_settings, simulate
+from .f3km import (F3KMFlowerResult, bcdkm_apps, fair_kmeans_apps, load_f3km_result,
+                   vertical_from_settings)
 from .feca import feca_apps, load_feca_result
 from .mufc import MUFCFlowerResult, load_mufc_result, mufc_apps
 
 __all__ = ["FlowerApps", "FlowerRoundError", "simulate", "feca_apps", "load_feca_result",
            "mufc_apps", "load_mufc_result", "MUFCFlowerResult", "bcdkm_apps", "fair_kmeans_apps",
-           "load_f3km_result", "F3KMFlowerResult"]
+           "load_f3km_result", "F3KMFlowerResult", "federation_from_settings",
+           "vertical_from_settings"]

@@ -185,7 +185,7 @@ class FlowerApps:
     publishes once every round has succeeded (``result``, None before or after a failure).
 
     ``n_nodes`` is the number of nodes the server waits for: set by :meth:`simulate`, else the
-    ``num-nodes`` setting of the run config.
+    ``num-partitions`` setting of the run config.
     """
 
     def __init__(self, server_app, client_app):
