@@ -56,7 +56,7 @@ __all__ = ["F3KMFlowerResult", "bcdkm_apps", "fair_kmeans_apps", "load_f3km_resu
            "vertical_from_settings",
            "make_client_app", "run_server", "HANDLERS", "DEFAULTS", "handle_setup",
            "handle_seed", "handle_init", "handle_objectives", "handle_change", "handle_duals",
-           "handle_report", "handle_close"]
+           "handle_report", "handle_close", "server_app", "client_app"]
 
 #: Settings of the apps (run config keys; node config ``partition-id``, ``num-partitions`` and
 #: ``data-path`` come from each node). ``method``: "bcdkm" or "fair-kmeans"; the estimator's
