@@ -19,9 +19,12 @@ Protocol (paper Section 6.1, Appendix C.5)
   1-round value is the first round of the 10-round run, identical to a 1-round run by
   construction), K-FED with k' tuned on S1 Dirichlet(0.3) over 2..15 as in Appendix C.5, and
   centralized k-means. Every client-side k-means uses ``--client-n-init`` k-means++ starts (default
-  10, scikit-learn's default when the paper was written). Centralized k-means is reported with a
-  single start (the paper's Remark 6.1 setting: one Lloyd run on all data) and with the same
-  number of starts as the clients.
+  10, scikit-learn's default when the paper was written) seeded with ``--client-local-trials``
+  candidates per center (default "auto": greedy k-means++ with 2 + floor(ln k) candidates,
+  scikit-learn's seeding; 1 is vanilla k-means++), the same for FeCA, M-Avg and k-FED; FFCM's
+  round-0 client k-means is greedy too (``client_kmeans``). Centralized k-means, with the same
+  seeding, is reported with a single start (the paper's Remark 6.1 setting: one Lloyd run on all
+  data) and with the same number of starts as the clients.
 - Digits: ``sklearn.datasets.load_digits`` (1797 x 64, 10 classes), the same partitions, k = 10,
   K-FED k' = 3 (k' <= sqrt(k), as the paper does for CIFAR-10); purity and NMI of the nearest-center
   assignment of all points against the digit labels.
@@ -92,26 +95,29 @@ def partition(X, y, scheme, alpha, seed, min_size):
     raise RuntimeError(f"no partition with clients of >= {min_size} points in 100 draws")
 
 
-def fit_all(fed, X, k, k_fed, n_init, seed):
-    """Centers of every method on one federation."""
+def fit_all(fed, X, k, k_fed, n_init, seed, trials):
+    """Centers of every method on one federation; ``trials`` is every k-means' n_local_trials."""
     out = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FewerGroupsWarning)
-        out["FeCA"] = FeCA(k, n_init=n_init, random_state=seed).fit(fed).cluster_centers_
-    out["M-Avg"] = MatchAveraging(k, n_init=n_init, random_state=seed).fit(fed).cluster_centers_
-    out["k-FED"] = KFed(k, client_clusters=k_fed, n_init=n_init,
+        out["FeCA"] = FeCA(k, n_init=n_init, n_local_trials=trials,
+                           random_state=seed).fit(fed).cluster_centers_
+    out["M-Avg"] = MatchAveraging(k, n_init=n_init, n_local_trials=trials,
+                                  random_state=seed).fit(fed).cluster_centers_
+    out["k-FED"] = KFed(k, client_clusters=k_fed, n_init=n_init, n_local_trials=trials,
                         random_state=seed).fit(fed).cluster_centers_
     for version in (1, 2):
         model = FFCM(k, version=version, n_rounds=10, random_state=seed).fit(fed)
         out[f"FFCMv{version}(Rd=1)"] = model.history_[0]
         out[f"FFCMv{version}(Rd=10)"] = model.cluster_centers_
-    out["Centralized (1 start)"] = fedcore.KMeans(k, random_state=seed).fit(X).cluster_centers_
-    out["Centralized (n starts)"] = fedcore.KMeans(k, n_init=n_init,
-                                                   random_state=seed).fit(X).cluster_centers_
+    out["Centralized (1 start)"] = fedcore.KMeans(k, random_state=seed, n_local_trials=trials
+                                                  ).fit(X).cluster_centers_
+    out["Centralized (n starts)"] = fedcore.KMeans(k, n_init=n_init, random_state=seed,
+                                                   n_local_trials=trials).fit(X).cluster_centers_
     return out
 
 
-def tune_kfed(seeds, n_init):
+def tune_kfed(seeds, n_init, trials):
     """Appendix C.5: k' in 2..15 on S1 Dirichlet(0.3), lowest mean l2-distance."""
     scores = {}
     for kp in range(2, 16):
@@ -119,7 +125,8 @@ def tune_kfed(seeds, n_init):
         for seed in seeds:
             X, y, c = make_s_sets(1, random_state=seed)
             fed, _ = partition(X, y, "dirichlet", 0.3, seed, kp)
-            m = KFed(15, client_clusters=kp, n_init=n_init, random_state=seed).fit(fed)
+            m = KFed(15, client_clusters=kp, n_init=n_init, n_local_trials=trials,
+                     random_state=seed).fit(fed)
             d.append(l2_to_truth(m.cluster_centers_, c) / 1e4)
         scores[kp] = (np.mean(d), np.std(d))
     best = min(scores, key=lambda kp: scores[kp][0])
@@ -130,8 +137,8 @@ def fmt(values):
     return f"{np.mean(values):.1f}±{np.std(values):.1f}"
 
 
-def s_sets_table(seeds, n_init):
-    k_fed, scores = tune_kfed(seeds, n_init)
+def s_sets_table(seeds, n_init, trials):
+    k_fed, scores = tune_kfed(seeds, n_init, trials)
     print("k-FED k' tuning on S1 Dirichlet(0.3) (l2 x 1e4, mean±std):")
     print("  " + "  ".join(f"k'={kp}: {m:.1f}±{s:.1f}" for kp, (m, s) in scores.items()))
     print(f"  chosen k' = {k_fed}\n")
@@ -144,14 +151,15 @@ def s_sets_table(seeds, n_init):
                 X, y, c = make_s_sets(level, random_state=seed)
                 fed, r = partition(X, y, scheme, alpha, seed, 15)
                 redraws += r
-                for name, centers in fit_all(fed, X, 15, k_fed, n_init, seed).items():
+                for name, centers in fit_all(fed, X, 15, k_fed, n_init, seed, trials).items():
                     per[name].append(l2_to_truth(centers, c) / 1e4)
             for name in METHODS:
                 results[name].append(per[name])
             best = min(METHODS[:7], key=lambda n: np.mean(per[n]))
             print(f"  done {columns[-1]:10s} best federated: {best}", flush=True)
     print(f"\nTable 1 (l2-distance x 1e4 to the true centers, mean±std over {len(seeds)} seeds; "
-          f"client k-means n_init={n_init}; {redraws} Dirichlet redraw(s); "
+          f"client k-means n_init={n_init}, n_local_trials={trials!r}; {redraws} Dirichlet "
+          f"redraw(s); "
           f"{SHORT_RUNS['count']} run(s) with fewer centers than true centers)")
     for start in (0, 6):
         cols = columns[start:start + 6]
@@ -176,7 +184,7 @@ def s_sets_table(seeds, n_init):
     return results
 
 
-def digits_table(seeds, n_init):
+def digits_table(seeds, n_init, trials):
     from sklearn.datasets import load_digits
     X, y = load_digits(return_X_y=True)
     X = X.astype(np.float64)
@@ -190,7 +198,7 @@ def digits_table(seeds, n_init):
         per = {name: ([], []) for name in METHODS}
         for seed in seeds:
             fed, _ = partition(X, y, scheme, alpha, seed, k)
-            for name, centers in fit_all(fed, X, k, 3, n_init, seed).items():
+            for name, centers in fit_all(fed, X, k, 3, n_init, seed, trials).items():
                 labels = np.argmin(((X[:, None, :] - centers[None]) ** 2).sum(axis=2), axis=1)
                 per[name][0].append(purity(y, labels))
                 per[name][1].append(nmi(y, labels))
@@ -234,6 +242,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--client-n-init", type=int, default=10)
+    parser.add_argument("--client-local-trials", default="auto",
+                        help='k-means++ candidates per center in every k-means: "auto" (greedy, '
+                             'scikit-learn\'s seeding; default) or an int (1: vanilla)')
     parser.add_argument("--speed", action="store_true", help="only the speed benchmark")
     parser.add_argument("--no-digits", action="store_true")
     args = parser.parse_args()
@@ -241,10 +252,12 @@ def main():
         speed()
         return
     seeds = list(range(args.seeds))
+    trials = args.client_local_trials
+    trials = int(trials) if trials.isdigit() else trials
     t = time.perf_counter()
-    s_sets_table(seeds, args.client_n_init)
+    s_sets_table(seeds, args.client_n_init, trials)
     if not args.no_digits:
-        digits_table(seeds, args.client_n_init)
+        digits_table(seeds, args.client_n_init, trials)
     print(f"\n(total {time.perf_counter() - t:.0f} s)")
 
 

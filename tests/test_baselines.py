@@ -69,6 +69,11 @@ def test_match_averaging_estimator():
         MatchAveraging(3, client_clusters=2).fit(fed)
     with pytest.raises(ValueError, match="client_clusters.*client"):
         MatchAveraging(3, client_clusters=500).fit(fed)
+    with pytest.raises(TypeError, match="n_local_trials.*float"):
+        MatchAveraging(3, n_local_trials=2.5).fit(fed)
+    assert model.get_params()["n_local_trials"] == "auto"
+    vanilla = MatchAveraging(3, n_local_trials=None, random_state=0).fit(fed)
+    assert fedcore.metrics.center_distance(vanilla.cluster_centers_, theta) < 1.0
 
 
 # ------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import fedcore
 from fedcore.algorithms.feca import (FeCA, FewerGroupsWarning, client_kmeans, client_update,
                                      cluster_statistics, greedy_ball_groups, radius_assign,
                                      run_clients, server_aggregation)
+from fedcore.algorithms._clients import _client_seeds
 from fedcore.datasets.balls import make_stochastic_ball
 from tests.reference.feca_reference import (client_update_reference,
                                             cluster_statistics_reference,
@@ -358,6 +359,25 @@ def test_same_seed_same_output_for_any_n_jobs():
             np.testing.assert_array_equal(a, b)
 
 
+def test_clients_seed_greedy_by_default_and_vanilla_on_request():
+    """Each client's Lloyd run starts from fedcore.KMeans with the client's seed: greedy
+    k-means++ ("auto") by default, today's vanilla k-means++ with None or 1."""
+    fed, _ = _blob_federation(seed=5, n_clients=4)
+    assert FeCA(3).get_params()["n_local_trials"] == "auto"
+    seeds = _client_seeds(np.random.default_rng(9), fed.n_clients)
+    runs = {L: FeCA(3, client_clusters=5, n_local_trials=L, random_state=9).fit(fed)
+            for L in ("auto", None, 1, 2)}
+    for L, model in runs.items():
+        for l in range(fed.n_clients):
+            X, _ = fed.client(l)
+            km = fedcore.KMeans(5, n_local_trials=L,
+                                random_state=np.random.default_rng(seeds[l])).fit(X)
+            sent = model.client_centers_[l]
+            assert all((km.cluster_centers_ == c).all(axis=1).any() for c in sent)
+    for a, b in zip(runs[None].client_centers_, runs[1].client_centers_):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_run_clients_keeps_client_order():
     assert run_clients(lambda l: l * l, 7, n_jobs=3) == [l * l for l in range(7)]
 
@@ -387,6 +407,9 @@ def test_list_of_arrays_is_accepted():
     ({"n_clusters": 3, "init": "kmeans"}, ValueError, "init.*'kmeans'"),
     ({"n_clusters": 3, "n_init": 0}, ValueError, "n_init"),
     ({"n_clusters": 3, "n_jobs": 0}, ValueError, "n_jobs"),
+    ({"n_clusters": 3, "n_local_trials": 0}, ValueError, "'n_local_trials' must be >= 1, got 0"),
+    ({"n_clusters": 3, "n_local_trials": "many"}, ValueError, "n_local_trials.*'many'"),
+    ({"n_clusters": 3, "n_local_trials": 2.0}, TypeError, "n_local_trials.*float"),
 ])
 def test_bad_parameters_raise_naming_the_argument(kwargs, exc, match):
     fed, _ = _blob_federation(seed=2, n_clients=4)

@@ -1,7 +1,7 @@
 """FeCA on Flower: the one-round apps give the in-process model bit for bit, failed or silent
 nodes are named and publish nothing, the deployment's file and run config round-trip.
 
-Four simulations (Ray backend), about ten seconds each; everything else runs without Flower's
+Five simulations (Ray backend), about ten seconds each; everything else runs without Flower's
 engine.
 """
 import os
@@ -19,10 +19,11 @@ from flwr.clientapp import ClientApp  # noqa: E402
 from fedcore.algorithms.feca import FeCA, FewerGroupsWarning  # noqa: E402
 from fedcore.integrations.flower import FlowerRoundError  # noqa: E402
 from fedcore.integrations.flower._common import (arrays_record,  # noqa: E402
-                                                 federation_from_settings)
-from fedcore.integrations.flower.feca import (_by_partition, client_train,  # noqa: E402
-                                              estimator_from_config, feca_apps,
-                                              load_feca_result, save_feca_result)
+                                                 federation_from_settings, read_arrays)
+from fedcore.algorithms.feca import _client_seeds, check_feca_params  # noqa: E402
+from fedcore.integrations.flower.feca import (_by_partition, _client_reply,  # noqa: E402
+                                              _request, client_train, estimator_from_config,
+                                              feca_apps, load_feca_result, save_feca_result)
 
 
 def assert_same_model(got, want):
@@ -54,11 +55,14 @@ def _simulate(apps, n_nodes):
 @pytest.mark.parametrize("data, estimator", [
     ({"dataset": "s1", "num-partitions": 10, "partition": "dirichlet", "alpha": 0.3,
       "data-seed": 3}, FeCA(15, random_state=7)),
-    # Every client setting travels in the request: non-default values for each of them.
+    # Every client setting travels in the request: non-default values for each of them (the
+    # client seeding in the third case; init="random" takes no k-means++ candidates).
     ({"dataset": "gaussian", "num-partitions": 100, "partition": "iid", "data-seed": 1},
      FeCA(10, client_clusters=12, radius="theoretical", init="random", n_init=2, max_iter=50,
           tol=1e-6, random_state=11)),
-], ids=["s1-dirichlet-10", "gaussian-iid-100"])
+    ({"dataset": "s2", "num-partitions": 5, "partition": "iid", "data-seed": 2},
+     FeCA(15, n_local_trials=None, random_state=3)),
+], ids=["s1-dirichlet-10", "gaussian-iid-100", "s2-vanilla-seeding-5"])
 def test_flower_run_equals_in_process_fit(data, estimator):
     n = data["num-partitions"]
     want = FeCA(**estimator.get_params()).fit(federation_from_settings(data))
@@ -170,10 +174,35 @@ def test_run_config_describes_the_estimator():
                                  "random-seed": 5})
     assert est.get_params() == FeCA(4, client_clusters=6, radius="theoretical", init="random",
                                     n_init=3, max_iter=20, tol=0.0, random_state=5).get_params()
+    for value, expected in [(1, 1), ("3", 3), ("auto", "auto")]:
+        est = estimator_from_config({"n-clusters": 4, "n-local-trials": value})
+        assert est.n_local_trials == expected
+    with pytest.raises(ValueError, match="n_local_trials"):
+        estimator_from_config({"n-clusters": 3, "n-local-trials": "best"})
+    with pytest.raises(ValueError, match="n_local_trials"):
+        estimator_from_config({"n-clusters": 3, "n-local-trials": 0})
     with pytest.raises(ValueError, match="'n-clusters' is required"):
         estimator_from_config({"num-partitions": 2})
     with pytest.raises(ValueError, match="radius"):
         estimator_from_config({"n-clusters": 3, "radius": "widest"})
+
+
+@pytest.mark.parametrize("n_local_trials", [None, 1, 3, "auto"])
+def test_client_reply_equals_the_in_process_client(n_local_trials):
+    """The request carries the client seeding (greedy or vanilla k-means++) to every node: each
+    node's reply equals what that client computes in FeCA.fit, without the simulation engine."""
+    data = {"dataset": "s1", "num-partitions": 3, "partition": "dirichlet", "alpha": 0.3,
+            "data-seed": 2}
+    estimator = FeCA(15, n_local_trials=n_local_trials, random_state=4)
+    want = FeCA(**estimator.get_params()).fit(federation_from_settings(data))
+    checked = check_feca_params(**{key: value for key, value in estimator.get_params().items()
+                                   if key not in ("n_jobs", "random_state")})
+    request = _request(checked, _client_seeds(np.random.default_rng(4), 3))["feca"]
+    for pid in range(3):
+        node = dict(data, **{"partition-id": pid})
+        reply = read_arrays(_client_reply(request, node)["centroids"])
+        np.testing.assert_array_equal(reply["centers"], want.client_centers_[pid])
+        np.testing.assert_array_equal(reply["radii"], want.client_radii_[pid])
 
 
 def test_feca_apps_checks_its_arguments():
@@ -183,5 +212,7 @@ def test_feca_apps_checks_its_arguments():
         feca_apps(FeCA(3), {"dataset": "s1"})
     with pytest.raises(ValueError, match="n_init"):
         feca_apps(FeCA(3, n_init=0), {"num-partitions": 2})
+    with pytest.raises(ValueError, match="n_local_trials"):
+        feca_apps(FeCA(3, n_local_trials=0), {"num-partitions": 2})
     with pytest.raises(ValueError, match="timeout"):
         feca_apps(FeCA(3), {"num-partitions": 2}, timeout=0)

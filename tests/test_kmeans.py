@@ -43,7 +43,8 @@ def _expected_failed_checks(estimator):
     }
 
 
-@parametrize_with_checks([fedcore.KMeans(n_clusters=3, random_state=0)],
+@parametrize_with_checks([fedcore.KMeans(n_clusters=3, random_state=0),
+                          fedcore.KMeans(n_clusters=3, random_state=0, n_local_trials="auto")],
                          expected_failed_checks=_expected_failed_checks)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
@@ -205,7 +206,10 @@ def test_get_set_params():
     km = fedcore.KMeans(4, max_iter=7)
     params = km.get_params()
     assert params["n_clusters"] == 4 and params["max_iter"] == 7 and params["init"] == "k-means++"
+    assert params["n_local_trials"] is None
     assert km.set_params(tol=0.5) is km and km.tol == 0.5
+    assert km.set_params(n_local_trials="auto").n_local_trials == "auto"
+    assert "n_local_trials='auto'" in repr(km)
 
 
 # ------------------------------------------------------------------------------------------

@@ -12,23 +12,21 @@ buffers they are given; the plain functions :func:`client_update`, :func:`radius
 :func:`server_aggregation` implement Alg. 2-5 on their outputs; :func:`feca_client` is one
 client's part of Alg. 1 and :func:`feca_server` the server's; :func:`feca` runs Alg. 1 with both
 in one process and :class:`FeCA` wraps it (``fedcore.integrations.flower.feca`` runs the same two
-on Flower nodes).
+on Flower nodes). The clients' local k-means and thread pool are in ``_clients``, shared with the
+baselines that FeCA is compared with (k-FED, M-Avg, FFCM).
 """
-import contextlib
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
-from .._validation import check_array, check_int, check_random_state, check_scalar
-from ..federation.horizontal import HorizontalFederation
+from .._validation import check_int, check_random_state, check_scalar
 from ..federation.ledger import SERVER, CommLedger
-from ..kernels.distances import assign_nearest
 from ..kernels.feca import cluster_statistics, greedy_ball_groups
-from ._base import BaseEstimator, check_is_fitted
-from .kmeans import KMeans
+from ._base import BaseEstimator
+from ._clients import (_client_seeds, check_federation, client_kmeans, predict_nearest,
+                       run_clients, single_threaded_kernels)
+from .kmeans import check_n_local_trials
 
 __all__ = ["FeCA", "FeCAResult", "FewerGroupsWarning", "feca", "feca_client", "feca_server",
            "check_feca_params", "client_update", "radius_assign", "server_aggregation",
@@ -255,96 +253,11 @@ class FeCAResult(NamedTuple):
     comm: CommLedger
 
 
-def check_federation(federation, client_clusters, name="client_clusters"):
-    """Return ``federation`` as a :class:`HorizontalFederation`, checking every client's size.
-
-    A list or tuple of 2-D arrays is accepted and wrapped with ``from_arrays``. Raises
-    ``ValueError`` naming the first client with fewer points than ``client_clusters``.
-    """
-    if isinstance(federation, (list, tuple)):
-        federation = HorizontalFederation.from_arrays(list(federation))
-    if not isinstance(federation, HorizontalFederation):
-        raise TypeError(f"Argument 'federation' must be a HorizontalFederation or a list of "
-                        f"arrays, got {type(federation).__name__}")
-    sizes = federation.client_sizes
-    small = np.flatnonzero(sizes < client_clusters)
-    if small.size:
-        l = int(small[0])
-        raise ValueError(f"Argument {name!r}={client_clusters} exceeds the {int(sizes[l])} "
-                         f"point(s) of client {l}: every client needs at least {name} points")
-    return federation
-
-
-@contextlib.contextmanager
-def single_threaded_kernels():
-    """Run Numba kernels on one thread in the calling thread, restoring the count afterwards.
-
-    Clients hold few rows, so one kernel call is short and the cost of waking a parallel team
-    dominates; parallelism goes over clients instead (:func:`run_clients`). Numba's thread count
-    is thread-local, so this never affects other threads.
-    """
-    previous = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(previous)
-
-
-def _single_threaded_call(fn, l):
-    with single_threaded_kernels():
-        return fn(l)
-
-
-def run_clients(fn, n_clients, n_jobs=None):
-    """``[fn(0), ..., fn(n_clients - 1)]``, client by client or on a thread pool.
-
-    ``n_jobs=None`` uses ``numba.get_num_threads()`` workers (1 runs in the calling thread). Every
-    call runs with single-threaded kernels, and each client's randomness is fixed before the call,
-    so the result does not depend on ``n_jobs`` or on scheduling.
-    """
-    n_jobs = numba.get_num_threads() if n_jobs is None else check_int(n_jobs, "n_jobs",
-                                                                      min_value=1)
-    n_jobs = min(n_jobs, n_clients)
-    if n_jobs <= 1:
-        return [_single_threaded_call(fn, l) for l in range(n_clients)]
-    with ThreadPoolExecutor(max_workers=n_jobs) as pool:
-        return list(pool.map(lambda l: _single_threaded_call(fn, l), range(n_clients)))
-
-
-def _client_seeds(rng, n_clients):
-    """One independent 63-bit seed per client, drawn up front so results never depend on the
-    order in which clients are processed."""
-    return [int(s) for s in rng.integers(0, np.iinfo(np.int64).max, size=n_clients)]
-
-
-def client_kmeans(X, n_clusters, *, init="k-means++", n_init=1, max_iter=300, tol=1e-4,
-                  random_state=None):
-    """Lloyd's k-means on one client (Alg. 2 line 2). Returns ``(centers float64, labels)``.
-
-    ``init="k-means++"`` seeds by k-means++ (:class:`fedcore.KMeans`); ``init="random"`` starts
-    from ``n_clusters`` distinct rows drawn uniformly (Forgy), which lands in local solutions far
-    more often. With ``n_init > 1`` the lowest inertia wins.
-    """
-    rng = check_random_state(random_state)
-    if init == "k-means++":
-        km = KMeans(n_clusters, n_init=n_init, max_iter=max_iter, tol=tol, random_state=rng).fit(X)
-        return np.asarray(km.cluster_centers_, dtype=np.float64), km.labels_
-    if init != "random":
-        raise ValueError(f"Argument 'init' must be 'k-means++' or 'random', got {init!r}")
-    best = None
-    for _ in range(n_init):
-        rows = rng.choice(X.shape[0], size=n_clusters, replace=False)
-        km = KMeans(n_clusters, init=X[np.sort(rows)], n_init=1, max_iter=max_iter, tol=tol).fit(X)
-        if best is None or km.inertia_ < best.inertia_:
-            best = km
-    return np.asarray(best.cluster_centers_, dtype=np.float64), best.labels_
-
-
 def check_feca_params(n_clusters, client_clusters=None, radius="empirical", init="k-means++",
-                      n_init=1, max_iter=300, tol=1e-4):
+                      n_init=1, max_iter=300, tol=1e-4, n_local_trials="auto"):
     """Validate FeCA's parameters once; returns them as a dict with ``client_clusters`` resolved
-    (None means ``n_clusters``)."""
+    (None means ``n_clusters``) and ``n_local_trials`` as the number of k-means++ candidates per
+    center for ``client_clusters`` centers (1: vanilla)."""
     k = check_int(n_clusters, "n_clusters", min_value=1)
     k_client = k if client_clusters is None else check_int(client_clusters, "client_clusters",
                                                             min_value=1)
@@ -355,11 +268,12 @@ def check_feca_params(n_clusters, client_clusters=None, radius="empirical", init
     return {"n_clusters": k, "client_clusters": k_client, "radius": radius, "init": init,
             "n_init": check_int(n_init, "n_init", min_value=1),
             "max_iter": check_int(max_iter, "max_iter", min_value=1),
-            "tol": check_scalar(tol, "tol", min_value=0.0)}
+            "tol": check_scalar(tol, "tol", min_value=0.0),
+            "n_local_trials": check_n_local_trials(n_local_trials, k_client)}
 
 
 def feca_client(X, client_clusters, *, radius="empirical", init="k-means++", n_init=1,
-                max_iter=300, tol=1e-4, seed):
+                max_iter=300, tol=1e-4, n_local_trials="auto", seed):
     """Alg. 1 lines 3-4 on one client: ClientUpdate (Alg. 2), then RadiusAssign (Alg. 3 or 4).
 
     Parameters are validated by the caller (:func:`check_feca_params`); ``seed`` is the client's
@@ -373,7 +287,8 @@ def feca_client(X, client_clusters, *, radius="empirical", init="k-means++", n_i
     """
     centers, labels = client_kmeans(X, client_clusters, init=init, n_init=n_init,
                                     max_iter=max_iter, tol=tol,
-                                    random_state=np.random.default_rng(seed))
+                                    random_state=np.random.default_rng(seed),
+                                    n_local_trials=n_local_trials)
     k, d = centers.shape
     counts, sums = np.empty(k), np.empty((k, d))
     costs, max_sq = np.empty(k), np.empty(k)
@@ -415,7 +330,8 @@ def feca_server(client_centers, client_radii, client_removed, n_clusters, n_feat
 
 
 def feca(federation, n_clusters, *, client_clusters=None, radius="empirical", init="k-means++",
-         n_init=1, max_iter=300, tol=1e-4, n_jobs=None, random_state=None):
+         n_local_trials="auto", n_init=1, max_iter=300, tol=1e-4, n_jobs=None,
+         random_state=None):
     """Run FeCA (Alg. 1) on a horizontal federation; see :class:`FeCA` for the parameters.
 
     Returns a :class:`FeCAResult`. Warns with :class:`FewerGroupsWarning` when the server forms
@@ -423,7 +339,8 @@ def feca(federation, n_clusters, *, client_clusters=None, radius="empirical", in
     drawn by :func:`_client_seeds`; the server runs :func:`feca_server`. The Flower apps
     (:mod:`fedcore.integrations.flower.feca`) run the same two functions on Flower nodes.
     """
-    params = check_feca_params(n_clusters, client_clusters, radius, init, n_init, max_iter, tol)
+    params = check_feca_params(n_clusters, client_clusters, radius, init, n_init, max_iter, tol,
+                               n_local_trials)
     k = params.pop("n_clusters")
     k_client = params.pop("client_clusters")
     fed = check_federation(federation, k_client)
@@ -453,6 +370,15 @@ class FeCA(BaseEstimator):
         used by Theorem 4.1 under the Stochastic Ball Model).
     init : {"k-means++", "random"}, default="k-means++"
         Seeding of each client's Lloyd run (see :func:`client_kmeans`).
+    n_local_trials : None, "auto" or int >= 1, default="auto"
+        k-means++ candidates per center on each client, as in :class:`fedcore.KMeans`: "auto" is
+        greedy k-means++ with ``2 + floor(ln client_clusters)`` candidates, the seeding of
+        scikit-learn's ``KMeans``, the "standard Lloyd's algorithm" of the paper's clients
+        (Section 3, Alg. 2 line 2); None or 1 is vanilla k-means++, the default of
+        :class:`fedcore.KMeans`. A number beside ``init`` rather than a third ``init`` value: it
+        has the same name and meaning as in :class:`fedcore.KMeans` and
+        :func:`fedcore.kmeans_plusplus`, and any count can be chosen. Ignored with
+        ``init="random"``.
     n_init : int, default=1
         Lloyd runs per client; the lowest inertia wins.
     max_iter : int, default=300
@@ -509,11 +435,13 @@ class FeCA(BaseEstimator):
     """
 
     def __init__(self, n_clusters, *, client_clusters=None, radius="empirical", init="k-means++",
-                 n_init=1, max_iter=300, tol=1e-4, n_jobs=None, random_state=None):
+                 n_local_trials="auto", n_init=1, max_iter=300, tol=1e-4, n_jobs=None,
+                 random_state=None):
         self.n_clusters = n_clusters
         self.client_clusters = client_clusters
         self.radius = radius
         self.init = init
+        self.n_local_trials = n_local_trials
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
@@ -527,16 +455,3 @@ class FeCA(BaseEstimator):
     def predict(self, X):
         """Index of the nearest row of ``cluster_centers_`` for each row of X (lowest on ties)."""
         return predict_nearest(self, X)
-
-
-def predict_nearest(model, X):
-    """Nearest row of ``model.cluster_centers_`` for each row of X (lowest index on ties)."""
-    check_is_fitted(model, "cluster_centers_")
-    X = check_array(X, "X")
-    if X.shape[1] != model.n_features_in_:
-        raise ValueError(f"Argument 'X' has {X.shape[1]} features, but {type(model).__name__} "
-                         f"was fitted with {model.n_features_in_}")
-    labels = np.empty(X.shape[0], dtype=np.int64)
-    assign_nearest(X, np.ascontiguousarray(model.cluster_centers_.T, dtype=np.float64), labels,
-                   np.empty(X.shape[0]))
-    return labels

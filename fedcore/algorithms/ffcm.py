@@ -15,8 +15,8 @@ from .._config import CHUNK_SIZE, NUMBA_CACHE
 from .._validation import check_int, check_random_state, check_scalar
 from ..federation.ledger import SERVER, CommLedger
 from ._base import BaseEstimator
-from .feca import (_client_seeds, check_federation, client_kmeans, predict_nearest, run_clients,
-                   single_threaded_kernels)
+from ._clients import (_client_seeds, check_federation, client_kmeans, predict_nearest,
+                       run_clients, single_threaded_kernels)
 from .kmeans import KMeans, kmeans_plusplus
 
 __all__ = ["FFCM", "FFCMResult", "ffcm", "fcm_statistics", "fuzzy_c_means"]
@@ -197,8 +197,9 @@ class FFCM(BaseEstimator):
     """Federated fuzzy c-means (Stallmann & Wilbik 2022), ``version=1`` or ``version=2``.
 
     Round 0 (initialization, where the FFCM paper leaves the choice open): each client sends the
-    centroids of one k-means run on its data (``min(n_clusters, n_l)`` of them); the server seeds
-    the ``n_clusters`` global centers by k-means++ over all of them. Rounds ``1..n_rounds``: the
+    centroids of one k-means run on its data (``min(n_clusters, n_l)`` of them, greedy k-means++
+    seeding as :func:`~fedcore.algorithms.feca.client_kmeans`); the server seeds the
+    ``n_clusters`` global centers by k-means++ over all of them. Rounds ``1..n_rounds``: the
     server sends the global centers; each client runs fuzzy c-means (fuzzifier ``fuzziness``) from
     them to convergence (``max_iter``, ``tol``) and sends its local centers ``v_jl`` and weights
     ``w_jl = sum_i u_ij^m``; the server computes

@@ -12,9 +12,9 @@ import numpy as np
 from .._validation import check_int, check_random_state, check_scalar
 from ..federation.ledger import SERVER, CommLedger
 from ._base import BaseEstimator
-from .feca import (_client_seeds, check_federation, client_kmeans, predict_nearest, run_clients,
-                   single_threaded_kernels)
-from .kmeans import KMeans
+from ._clients import (_client_seeds, check_federation, client_kmeans, predict_nearest,
+                       run_clients, single_threaded_kernels)
+from .kmeans import KMeans, check_n_local_trials
 
 __all__ = ["KFed", "KFedResult", "kfed", "farthest_point_init"]
 
@@ -56,7 +56,7 @@ class KFedResult(NamedTuple):
 
 
 def kfed(federation, n_clusters, *, client_clusters=None, n_init=1, max_iter=300, tol=1e-4,
-         n_jobs=None, random_state=None):
+         n_local_trials="auto", n_jobs=None, random_state=None):
     """Run k-FED on a horizontal federation; see :class:`KFed`. Returns a :class:`KFedResult`."""
     k = check_int(n_clusters, "n_clusters", min_value=1)
     k_client = max(1, int(np.ceil(np.sqrt(k)))) if client_clusters is None else \
@@ -64,6 +64,7 @@ def kfed(federation, n_clusters, *, client_clusters=None, n_init=1, max_iter=300
     n_init = check_int(n_init, "n_init", min_value=1)
     max_iter = check_int(max_iter, "max_iter", min_value=1)
     tol = check_scalar(tol, "tol", min_value=0.0)
+    n_local_trials = check_n_local_trials(n_local_trials, k_client)
     fed = check_federation(federation, k_client)
     rng = check_random_state(random_state)
     seeds = _client_seeds(rng, fed.n_clients)
@@ -71,7 +72,8 @@ def kfed(federation, n_clusters, *, client_clusters=None, n_init=1, max_iter=300
     def client(l):
         X, _ = fed.client(l)
         return client_kmeans(X, k_client, n_init=n_init, max_iter=max_iter, tol=tol,
-                             random_state=np.random.default_rng(seeds[l]))[0]
+                             random_state=np.random.default_rng(seeds[l]),
+                             n_local_trials=n_local_trials)[0]
 
     sent = run_clients(client, fed.n_clients, n_jobs)
     comm = CommLedger()
@@ -112,8 +114,10 @@ class KFed(BaseEstimator):
 
     Other parameters
     ----------------
-    n_init, max_iter, tol : client k-means settings (see :class:`fedcore.KMeans`); ``max_iter``
-        and ``tol`` also bound the server's Lloyd run.
+    n_init, max_iter, tol, n_local_trials : client k-means settings (see :class:`fedcore.KMeans`;
+        ``n_local_trials="auto"``, greedy k-means++, as the clients of
+        :class:`~fedcore.algorithms.feca.FeCA`); ``max_iter`` and ``tol`` also bound the server's
+        Lloyd run.
     n_jobs : clients processed concurrently (see :class:`fedcore.algorithms.feca.FeCA`).
 
     Attributes
@@ -135,12 +139,13 @@ class KFed(BaseEstimator):
     """
 
     def __init__(self, n_clusters, *, client_clusters=None, n_init=1, max_iter=300, tol=1e-4,
-                 n_jobs=None, random_state=None):
+                 n_local_trials="auto", n_jobs=None, random_state=None):
         self.n_clusters = n_clusters
         self.client_clusters = client_clusters
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
+        self.n_local_trials = n_local_trials
         self.n_jobs = n_jobs
         self.random_state = random_state
 

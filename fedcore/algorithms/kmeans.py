@@ -1,4 +1,5 @@
 """k-means++ seeding and weighted Lloyd k-means."""
+import numbers
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -10,8 +11,8 @@ from .._validation import (check_array, check_distance_range, check_int, check_r
 from .._config import CHUNK_SIZE
 from ..kernels.distances import assign_nearest, pairwise_sq_distances
 from ..kernels.lloyd import lloyd_run
-from ..kernels.seeding import (center_gaps, chunk_sums, d2_refresh, d2_update, min_sq_distance,
-                               n_chunks, pick_index, pick_product)
+from ..kernels.seeding import (candidate_potentials, center_gaps, chunk_sums, d2_refresh, d2_update,
+                               min_sq_distance, n_chunks, pick_index, pick_product)
 from ._base import BaseEstimator, check_is_fitted
 
 __all__ = ["kmeans_plusplus", "KMeans"]
@@ -123,6 +124,82 @@ def _draw_lazy(X, weights, rng, centers, t, state, refresh, mind, sums, rows, ma
             refresh(t)
 
 
+def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms):
+    """Greedy k-means++ on validated input; returns (rows, labels, mind) as
+    :func:`_kmeans_plusplus` does.
+
+    ``trial_uniforms`` has shape (n_clusters - 1, L). The first center is drawn by weight with
+    ``first_uniform``. Center ``t >= 1`` is the best of ``L`` candidates, candidate ``p`` drawn by
+    D^2 sampling with ``trial_uniforms[t - 1, p]`` (the draw of :func:`_kmeans_plusplus`): the one
+    whose addition leaves the lowest potential ``sum_i w_i min(d_i^2, |x_i - c|^2)``, ties to the
+    first drawn. Candidates may repeat. When every D^2 is 0 all candidates would tie at potential
+    0, so the degenerate rule of :func:`_kmeans_plusplus` draws the center with
+    ``trial_uniforms[t - 1, 0]`` alone. With ``L = 1`` this is :func:`_kmeans_plusplus`.
+    """
+    n, d = X.shape
+    k = 1 + trial_uniforms.shape[0]
+    L = trial_uniforms.shape[1]
+    rows = np.empty(k, dtype=np.int64)
+    centers = np.empty((k, d), dtype=np.float64)
+    labels = np.full(n, -1, dtype=np.int64)
+    mind = np.full(n, np.inf)
+    gaps = np.empty(k)
+    sums = np.empty(n_chunks(n))
+    candidate_rows = np.empty(L, dtype=np.int64)
+    partials = np.empty((n_chunks(n), L))
+    potentials = np.empty(L)
+    for t in range(k):
+        if t == 0:
+            chunk_sums(weights, sums)
+            row = pick_index(weights, sums, float(first_uniform))
+        elif sums.max() > 0.0:
+            for p in range(L):
+                candidate_rows[p] = pick_product(weights, mind, sums,
+                                                 float(trial_uniforms[t - 1, p]))
+            candidates = X[candidate_rows].astype(np.float64)
+            # Only for pruning, whose margin covers the rounding of this sum.
+            candidate_gaps = ((candidates[:, None, :] - centers[None, :t, :]) ** 2).sum(axis=2)
+            candidate_potentials(X, candidates, candidate_gaps, weights, labels, mind, partials,
+                                 potentials)
+            row = int(candidate_rows[np.argmin(potentials)])  # argmin: first of the lowest
+        else:  # degenerate rule: by weight among rows not yet chosen
+            row = _pick_unchosen(weights, rows[:t], float(trial_uniforms[t - 1, 0]))
+        rows[t] = row
+        centers[t] = X[row]
+        center_gaps(centers, t, gaps)
+        d2_update(X, centers[t], weights, t, gaps, labels, mind, sums)
+    return rows, labels, mind
+
+
+def _seed_rows(X, weights, rng, n_clusters, n_local_trials=1):
+    """Rows of k-means++ centers: vanilla (lazy sampler) for ``n_local_trials == 1``, else greedy.
+
+    Greedy seeding takes ``1 + (n_clusters - 1) * n_local_trials`` uniforms from ``rng`` in one
+    call; vanilla seeding draws exactly as :func:`_kmeans_plusplus_lazy`.
+    """
+    if n_local_trials == 1:
+        return _kmeans_plusplus_lazy(X, weights, rng, n_clusters)[0]
+    u = rng.random(1 + (n_clusters - 1) * n_local_trials)
+    trials = u[1:].reshape(n_clusters - 1, n_local_trials)
+    return _kmeans_plusplus_greedy(X, weights, u[0], trials)[0]
+
+
+def check_n_local_trials(n_local_trials, n_clusters):
+    """Candidates per center as an int: None -> 1 (vanilla), "auto" -> ``2 + floor(ln k)``
+    (scikit-learn's choice), an int >= 1 as given."""
+    if n_local_trials is None:
+        return 1
+    if isinstance(n_local_trials, str):
+        if n_local_trials != "auto":
+            raise ValueError(f"Argument 'n_local_trials' must be None, 'auto' or an int >= 1, "
+                             f"got {n_local_trials!r}")
+        return 2 + int(np.log(n_clusters))
+    if isinstance(n_local_trials, bool) or not isinstance(n_local_trials, numbers.Integral):
+        raise TypeError(f"Argument 'n_local_trials' must be None, 'auto' or an int >= 1, got "
+                        f"{type(n_local_trials).__name__} {n_local_trials!r}")
+    return check_int(n_local_trials, "n_local_trials", min_value=1)
+
+
 def _pick_unchosen(weights, chosen, u):
     free = weights.copy()
     free[chosen] = 0.0
@@ -143,14 +220,20 @@ def _check_n_clusters(n_clusters, weights):
     return n_clusters
 
 
-def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None):
-    """Vanilla k-means++ seeding (Arthur & Vassilvitskii 2007), weighted.
+def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_local_trials=None):
+    """k-means++ seeding (Arthur & Vassilvitskii 2007), weighted, vanilla or greedy.
 
     The first center is drawn by weight, each next one by weighted D^2 sampling; when every
     remaining point has zero D^2 weight (duplicates), the next center is drawn by weight among the
-    points not yet chosen. Draws are exact but read X far fewer than ``n_clusters`` times: rejection
-    sampling from stale D^2 bounds with occasional multi-center refresh passes (see
-    ``_kmeans_plusplus_lazy``). The same seed gives the same centers for any thread count.
+    points not yet chosen. Rows of weight 0 are never drawn. The same seed gives the same centers
+    for any thread count.
+
+    Vanilla seeding (``n_local_trials`` None or 1) draws exactly but reads X far fewer than
+    ``n_clusters`` times: rejection sampling from stale D^2 bounds with occasional multi-center
+    refresh passes (see ``_kmeans_plusplus_lazy``). Greedy seeding (``n_local_trials = L >= 2``,
+    scikit-learn's k-means++) draws ``L`` candidates per center by D^2 sampling and keeps the one
+    that lowers the potential ``sum_i w_i min(d_i^2, |x_i - c|^2)`` the most (ties: the first
+    drawn), at O(n d L) per center.
 
     Parameters
     ----------
@@ -158,6 +241,9 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None):
     n_clusters : int, 1 <= n_clusters <= number of rows with positive weight
     sample_weight : array-like of shape (n_samples,), default=None (all ones)
     random_state : None, int or numpy.random.Generator
+    n_local_trials : None, "auto" or int >= 1, default=None
+        Candidates per center; None or 1 is vanilla k-means++, "auto" is ``2 + floor(ln k)``
+        (scikit-learn's value). Greedy seeding takes ``1 + (n_clusters - 1) * L`` uniforms.
 
     Returns
     -------
@@ -171,12 +257,16 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None):
     >>> centers, idx = fedcore.kmeans_plusplus(X, 2, random_state=0)
     >>> sorted(int(i) // 2 for i in idx)   # one center from each pair
     [0, 1]
+    >>> centers, idx = fedcore.kmeans_plusplus(X, 2, random_state=0, n_local_trials="auto")
+    >>> sorted(int(i) // 2 for i in idx)
+    [0, 1]
     """
     X = check_distance_range(check_array(X, "X"))
     weights = check_sample_weight(sample_weight, X.shape[0])
     n_clusters = _check_n_clusters(n_clusters, weights)
+    n_local_trials = check_n_local_trials(n_local_trials, n_clusters)
     rng = check_random_state(random_state)
-    rows, _, _ = _kmeans_plusplus_lazy(X, weights, rng, n_clusters)
+    rows = _seed_rows(X, weights, rng, n_clusters, n_local_trials)
     return X[rows].copy(), rows
 
 
@@ -247,6 +337,11 @@ class KMeans(BaseEstimator):
     tol : float, default=1e-4
         Relative to the mean per-feature variance of X (unweighted), as in scikit-learn.
     random_state : None, int or numpy.random.Generator
+    n_local_trials : None, "auto" or int >= 1, default=None
+        k-means++ candidates per center (see :func:`kmeans_plusplus`): None or 1 is vanilla
+        k-means++, ``L >= 2`` greedy k-means++ (the best of ``L`` D^2 draws), "auto" is
+        ``2 + floor(ln n_clusters)``, the greedy seeding of scikit-learn's ``KMeans``. Ignored
+        with array init.
 
     Attributes
     ----------
@@ -272,13 +367,14 @@ class KMeans(BaseEstimator):
     """
 
     def __init__(self, n_clusters=8, *, init="k-means++", n_init=1, max_iter=300, tol=1e-4,
-                 random_state=None):
+                 random_state=None, n_local_trials=None):
         self.n_clusters = n_clusters
         self.init = init
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
+        self.n_local_trials = n_local_trials
 
     def fit(self, X, y=None, sample_weight=None):
         X = check_distance_range(check_array(X, "X"))
@@ -287,8 +383,9 @@ class KMeans(BaseEstimator):
         n_init = check_int(self.n_init, "n_init", min_value=1)
         max_iter = check_int(self.max_iter, "max_iter", min_value=1)
         tol = _tolerance(X, check_scalar(self.tol, "tol", min_value=0.0))
+        n_local_trials = check_n_local_trials(self.n_local_trials, k)
         rng = check_random_state(self.random_state)
-        inits = list(self._initial_centers(X, weights, k, n_init, rng))
+        inits = list(self._initial_centers(X, weights, k, n_init, rng, n_local_trials))
         results = _lloyd_restarts(X, weights, inits, max_iter, tol)
         best = min(range(len(results)), key=lambda i: results[i][2])  # first of the lowest
         centers, labels, inertia, n_iter = results[best]
@@ -299,13 +396,12 @@ class KMeans(BaseEstimator):
         self.n_features_in_ = X.shape[1]
         return self
 
-    def _initial_centers(self, X, weights, k, n_init, rng):
+    def _initial_centers(self, X, weights, k, n_init, rng, n_local_trials):
         if isinstance(self.init, str):
             if self.init != "k-means++":
                 raise ValueError(f"Argument 'init' must be 'k-means++' or an array, got {self.init!r}")
             for _ in range(n_init):
-                rows, _, _ = _kmeans_plusplus_lazy(X, weights, rng, k)
-                yield X[rows]
+                yield X[_seed_rows(X, weights, rng, k, n_local_trials)]
             return
         init = check_array(self.init, "init", dtype=("float64",))
         if init.shape != (k, X.shape[1]):

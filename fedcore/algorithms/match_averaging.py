@@ -12,7 +12,8 @@ from scipy.optimize import linear_sum_assignment
 from .._validation import check_int, check_random_state, check_scalar
 from ..federation.ledger import SERVER, CommLedger
 from ._base import BaseEstimator
-from .feca import _client_seeds, check_federation, client_kmeans, predict_nearest, run_clients
+from ._clients import _client_seeds, check_federation, client_kmeans, predict_nearest, run_clients
+from .kmeans import check_n_local_trials
 
 __all__ = ["MatchAveraging", "MatchAveragingResult", "match_averaging", "match_average_centers"]
 
@@ -70,7 +71,8 @@ class MatchAveragingResult(NamedTuple):
 
 
 def match_averaging(federation, n_clusters, *, client_clusters=None, max_iter=100, n_init=1,
-                    client_max_iter=300, tol=1e-4, n_jobs=None, random_state=None):
+                    client_max_iter=300, tol=1e-4, n_local_trials="auto", n_jobs=None,
+                    random_state=None):
     """Run M-Avg on a horizontal federation; see :class:`MatchAveraging`."""
     k = check_int(n_clusters, "n_clusters", min_value=1)
     k_client = k if client_clusters is None else check_int(client_clusters, "client_clusters",
@@ -79,6 +81,7 @@ def match_averaging(federation, n_clusters, *, client_clusters=None, max_iter=10
     n_init = check_int(n_init, "n_init", min_value=1)
     client_max_iter = check_int(client_max_iter, "client_max_iter", min_value=1)
     tol = check_scalar(tol, "tol", min_value=0.0)
+    n_local_trials = check_n_local_trials(n_local_trials, k_client)
     if k_client < k:
         raise ValueError(f"Argument 'client_clusters'={k_client} must be >= n_clusters={k}: the "
                          "template is one client's centroid set")
@@ -89,7 +92,8 @@ def match_averaging(federation, n_clusters, *, client_clusters=None, max_iter=10
     def client(l):
         X, _ = fed.client(l)
         return client_kmeans(X, k_client, n_init=n_init, max_iter=client_max_iter, tol=tol,
-                             random_state=np.random.default_rng(seeds[l]))[0]
+                             random_state=np.random.default_rng(seeds[l]),
+                             n_local_trials=n_local_trials)[0]
 
     sent = run_clients(client, fed.n_clients, n_jobs)
     comm = CommLedger()
@@ -117,7 +121,9 @@ class MatchAveraging(BaseEstimator):
         Must be at least ``n_clusters``; with more, each client's extra centroids stay unmatched
         and the template is the first ``n_clusters`` rows of the chosen client's set.
     max_iter : int, default=100, server matching rounds (1 = a single matching to the template)
-    n_init, client_max_iter, tol : client k-means settings (see :class:`fedcore.KMeans`)
+    n_init, client_max_iter, tol, n_local_trials : client k-means settings (see
+        :class:`fedcore.KMeans`; ``n_local_trials="auto"``, greedy k-means++, as the clients of
+        :class:`~fedcore.algorithms.feca.FeCA`)
     n_jobs : clients processed concurrently (see :class:`fedcore.algorithms.feca.FeCA`)
     random_state : None, int or numpy.random.Generator
 
@@ -143,13 +149,15 @@ class MatchAveraging(BaseEstimator):
     """
 
     def __init__(self, n_clusters, *, client_clusters=None, max_iter=100, n_init=1,
-                 client_max_iter=300, tol=1e-4, n_jobs=None, random_state=None):
+                 client_max_iter=300, tol=1e-4, n_local_trials="auto", n_jobs=None,
+                 random_state=None):
         self.n_clusters = n_clusters
         self.client_clusters = client_clusters
         self.max_iter = max_iter
         self.n_init = n_init
         self.client_max_iter = client_max_iter
         self.tol = tol
+        self.n_local_trials = n_local_trials
         self.n_jobs = n_jobs
         self.random_state = random_state
 

@@ -2,9 +2,9 @@
 
 Sampling is defined on fixed chunks of ``CHUNK_SIZE`` rows (see :func:`pick_index`), so the row
 picked for a given uniform depends on the data and the uniform only, never on the thread count.
-The same definition serves the first draw (by weight), D^2 draws, the degenerate draw (by weight
-among rows not yet chosen) and the redraws of exact unlearning (MUFC Alg. 3 lines 11-14), where
-removed rows simply carry weight 0.
+The same definition serves the first draw (by weight), D^2 draws, the candidates of greedy
+k-means++, the degenerate draw (by weight among rows not yet chosen) and the redraws of exact
+unlearning (MUFC Alg. 3 lines 11-14), where removed rows simply carry weight 0.
 """
 import numpy as np
 from numba import njit, prange
@@ -14,7 +14,7 @@ from ._parallel import chunked_kernel
 from .distances import row_distances
 
 __all__ = ["n_chunks", "chunk_sums", "pick_index", "pick_product", "d2_update", "center_gaps",
-           "min_sq_distance", "d2_refresh"]
+           "min_sq_distance", "d2_refresh", "candidate_potentials"]
 
 # Skip a row only when the triangle inequality proves, with this relative margin against rounding,
 # that the new center is not strictly closer (see d2_update).
@@ -202,3 +202,44 @@ def d2_refresh(X, centers, start, stop, gaps, weights, labels, mind, sums):
                 labels[i] = a
             acc += weights[i] * m
         sums[c] = acc
+
+
+@chunked_kernel
+def candidate_potentials(X, candidates, gaps, weights, labels, mind, partials, out):
+    """Potential ``sum_i w_i min(mind_i, |x_i - c_p|^2)`` of each candidate center ``c_p``.
+
+    IN ``X`` float32/float64 (n, d); ``candidates`` float64 (L, d); ``gaps`` float64 (L, >= k)
+    with ``gaps[p, a]`` the squared distance between candidate ``p`` and center ``a``;
+    ``weights`` float64 (n,); ``labels`` int64 (n,) and ``mind`` float64 (n,) as
+    :func:`d2_update` leaves them. OUT ``partials`` float64 (n_chunks, L): per-chunk sequential
+    sums of ``w_i min(mind_i, |x_i - c_p|^2)``; ``out`` float64 (L,): the sums of ``partials``
+    over chunks, in chunk order.
+
+    ``partials[c, p]`` equals, bit for bit, chunk ``c`` of the sums :func:`d2_update` would write
+    after adding candidate ``p`` (same distances, same strict ``<``, same order), and rows are
+    skipped by the same pruning test. Cost O(n d L), less where pruning applies.
+    """
+    n, d = X.shape
+    L = candidates.shape[0]
+    for c in prange(partials.shape[0]):
+        for p in range(L):
+            partials[c, p] = 0.0
+        for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
+            a = labels[i]
+            m = mind[i]
+            limit = _PRUNE_MARGIN * m
+            for p in range(L):
+                v = m
+                if a < 0 or gaps[p, a] <= limit:
+                    dist = 0.0
+                    for f in range(d):
+                        t = np.float64(X[i, f]) - candidates[p, f]
+                        dist += t * t
+                    if dist < m:
+                        v = dist
+                partials[c, p] += weights[i] * v
+    for p in range(L):
+        total = 0.0
+        for c in range(partials.shape[0]):
+            total += partials[c, p]
+        out[p] = total

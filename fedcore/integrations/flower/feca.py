@@ -48,6 +48,8 @@ RUN_CONFIG_KEYS = {
     "client-clusters": "FeCA client_clusters; 0 or absent means n_clusters",
     "radius": 'RadiusAssign variant, "empirical" (default) or "theoretical"',
     "init": 'client Lloyd seeding, "k-means++" (default) or "random"',
+    "n-local-trials": 'k-means++ candidates per center on the clients: "auto" (default, greedy '
+                      'k-means++ with 2 + floor(ln client-clusters)) or an int >= 1 (1: vanilla)',
     "n-init": "Lloyd runs per client (default 1)",
     "max-iter": "Lloyd iterations per run (default 300)",
     "tol": "Lloyd tolerance (default 1e-4)",
@@ -59,7 +61,8 @@ RUN_CONFIG_KEYS = {
 """Run-config keys of :data:`server_app`; the data keys of
 :func:`~fedcore.integrations.flower._common.local_partition` are read by the nodes."""
 
-_ESTIMATOR_KEYS = ("n_clusters", "client_clusters", "radius", "init", "n_init", "max_iter", "tol")
+_ESTIMATOR_KEYS = ("n_clusters", "client_clusters", "radius", "init", "n_init", "max_iter", "tol",
+                   "n_local_trials")
 
 
 # --------------------------------------------------------------------------------------------
@@ -73,7 +76,7 @@ def _request(params, seeds):
         "client-clusters": int(params["client_clusters"]), "radius": params["radius"],
         "init": params["init"], "n-init": int(params["n_init"]),
         "max-iter": int(params["max_iter"]), "tol": float(params["tol"]),
-        "seeds": [int(s) for s in seeds]})})
+        "n-local-trials": int(params["n_local_trials"]), "seeds": [int(s) for s in seeds]})})
 
 
 def _client_reply(request, cfg):
@@ -99,7 +102,8 @@ def _client_reply(request, cfg):
         centers, radii, removed = feca_client(
             X, k_client, radius=str(request["radius"]), init=str(request["init"]),
             n_init=int(request["n-init"]), max_iter=int(request["max-iter"]),
-            tol=float(request["tol"]), seed=int(seeds[pid]))
+            tol=float(request["tol"]), n_local_trials=int(request["n-local-trials"]),
+            seed=int(seeds[pid]))
     return RecordDict({"centroids": arrays_record(centers=centers, radii=radii, removed=removed),
                        "client": ConfigRecord({"partition-id": pid, "num-partitions": n_parts})})
 
@@ -231,6 +235,14 @@ def _required(cfg, key):
     return cfg[key]
 
 
+def _local_trials_setting(value):
+    """``n-local-trials`` as FeCA takes it: "auto" stays a string, a count becomes an int (the
+    run config may give it as an integer or as its digits)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return value
+
+
 def estimator_from_config(cfg):
     """The :class:`~fedcore.FeCA` that a run config describes (keys: :data:`RUN_CONFIG_KEYS`)."""
     client_clusters = int(cfg.get("client-clusters", 0))
@@ -240,6 +252,7 @@ def estimator_from_config(cfg):
                      radius=str(cfg.get("radius", "empirical")),
                      init=str(cfg.get("init", "k-means++")), n_init=int(cfg.get("n-init", 1)),
                      max_iter=int(cfg.get("max-iter", 300)), tol=float(cfg.get("tol", 1e-4)),
+                     n_local_trials=_local_trials_setting(cfg.get("n-local-trials", "auto")),
                      random_state=seed if seed >= 0 else None)
     check_feca_params(**{key: getattr(estimator, key) for key in _ESTIMATOR_KEYS})
     return estimator
