@@ -373,8 +373,8 @@ class FeCA(BaseEstimator):
     n_local_trials : None, "auto" or int >= 1, default="auto"
         k-means++ candidates per center on each client, as in :class:`fedcore.KMeans`: "auto" is
         greedy k-means++ with ``2 + floor(ln client_clusters)`` candidates, the seeding of
-        scikit-learn's ``KMeans``, the "standard Lloyd's algorithm" of the paper's clients
-        (Section 3, Alg. 2 line 2); None or 1 is vanilla k-means++, the default of
+        scikit-learn's ``KMeans``, with which the paper's experiments ran the clients' Lloyd's
+        algorithm (Alg. 2 line 2); None or 1 is vanilla k-means++, the default of
         :class:`fedcore.KMeans`. A number beside ``init`` rather than a third ``init`` value: it
         has the same name and meaning as in :class:`fedcore.KMeans` and
         :func:`fedcore.kmeans_plusplus`, and any count can be chosen. Ignored with
