@@ -3,7 +3,6 @@
 Every ``setup`` warms the kernels on tiny data first, so compile time never lands in a timing.
 CDKM/BCDKM run a fixed number of sweeps; FairKMeans a fixed number of ADMM iterations.
 """
-import numpy as np
 
 from fedcore.algorithms.cdkm import BCDKM, CDKM
 from fedcore.algorithms.fair import FairKMeans, FairLP
