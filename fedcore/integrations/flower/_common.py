@@ -45,7 +45,8 @@ class FlowerRoundError(RuntimeError):
     def __init__(self, stage, failures):
         self.stage = stage
         self.failures = dict(failures)
-        lines = "; ".join(f"node {node}: {reason}" for node, reason in sorted(self.failures.items()))
+        lines = "; ".join(f"node {node}: {reason}"
+                          for node, reason in sorted(self.failures.items()))
         super().__init__(f"Round {stage!r} failed on {len(self.failures)} node(s), no model was "
                          f"published. {lines}")
 

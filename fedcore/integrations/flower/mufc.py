@@ -52,7 +52,7 @@ from ._common import (DEFAULT_TIMEOUT, FlowerApps, FlowerRoundError, arrays_reco
 __all__ = ["MUFCFlowerResult", "mufc_apps", "load_mufc_result", "parse_removals", "handle_hello",
            "handle_round", "DEFAULTS", "server_app", "client_app"]
 
-#: Settings of the MUFC apps (run config keys); data keys as in ``_common.federation_from_settings``.
+#: Settings of the MUFC apps (run config keys); data keys: ``_common.federation_from_settings``.
 DEFAULTS = {
     "n-clusters": 10, "client-clusters": 5, "gamma": "auto", "secure": True,
     "server-data": "weighted", "server-n-init": 10, "random-phase": False,
@@ -437,7 +437,8 @@ _DEPLOYED = None
 def __getattr__(name):
     """``server_app`` and ``client_app`` for ``flwr run`` deployments (every setting from the run
     config, see :data:`DEFAULTS`; the server waits for ``num-partitions`` nodes and writes the
-    model to ``output-path``, read it with :func:`load_mufc_result`). Built on first access, so importing this module needs no Flower run."""
+    model to ``output-path``, read it with :func:`load_mufc_result`). Built on first access, so
+    importing this module needs no Flower run."""
     global _DEPLOYED
     if name in ("server_app", "client_app"):
         if _DEPLOYED is None:
