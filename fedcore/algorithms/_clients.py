@@ -10,12 +10,13 @@ import numpy as np
 
 from .._validation import check_array, check_int, check_random_state
 from ..federation.horizontal import HorizontalFederation
+from ..federation.ledger import SERVER, CommLedger
 from ..kernels.distances import assign_nearest
 from ._base import check_is_fitted
 from .kmeans import KMeans
 
 __all__ = ["check_federation", "single_threaded_kernels", "run_clients", "client_kmeans",
-           "predict_nearest"]
+           "send_local_centers", "predict_nearest"]
 
 
 def check_federation(federation, client_clusters, name="client_clusters"):
@@ -106,6 +107,24 @@ def client_kmeans(X, n_clusters, *, init="k-means++", n_init=1, max_iter=300, to
         if best is None or km.inertia_ < best.inertia_:
             best = km
     return np.asarray(best.cluster_centers_, dtype=np.float64), best.labels_
+
+
+def send_local_centers(fed, n_clusters, seeds, n_jobs=None, **kmeans_params):
+    """The one uplink round of k-FED and M-Avg: client ``l`` runs :func:`client_kmeans` with
+    ``n_clusters`` centers and generator ``seeds[l]`` and sends its centers.
+
+    Returns ``(list of center arrays, CommLedger holding the round)``.
+    """
+    def client(l):
+        X, _ = fed.client(l)
+        return client_kmeans(X, n_clusters, random_state=np.random.default_rng(seeds[l]),
+                             **kmeans_params)[0]
+
+    sent = run_clients(client, fed.n_clients, n_jobs)
+    comm = CommLedger()
+    for l, C in enumerate(sent):
+        comm.record(0, sender=l, receiver=SERVER, kind="centers", n_elements=C.size)
+    return sent, comm
 
 
 def predict_nearest(model, X):

@@ -10,10 +10,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .._validation import check_int, check_random_state, check_scalar
-from ..federation.ledger import SERVER, CommLedger
+from ..federation.ledger import CommLedger
 from ._base import BaseEstimator
-from ._clients import (_client_seeds, check_federation, client_kmeans, predict_nearest,
-                       run_clients, single_threaded_kernels)
+from ._clients import (_client_seeds, check_federation, predict_nearest, send_local_centers,
+                       single_threaded_kernels)
 from .kmeans import KMeans, check_n_local_trials
 
 __all__ = ["KFed", "KFedResult", "kfed", "farthest_point_init"]
@@ -68,17 +68,8 @@ def kfed(federation, n_clusters, *, client_clusters=None, n_init=1, max_iter=300
     fed = check_federation(federation, k_client)
     rng = check_random_state(random_state)
     seeds = _client_seeds(rng, fed.n_clients)
-
-    def client(l):
-        X, _ = fed.client(l)
-        return client_kmeans(X, k_client, n_init=n_init, max_iter=max_iter, tol=tol,
-                             random_state=np.random.default_rng(seeds[l]),
-                             n_local_trials=n_local_trials)[0]
-
-    sent = run_clients(client, fed.n_clients, n_jobs)
-    comm = CommLedger()
-    for l, C in enumerate(sent):
-        comm.record(0, sender=l, receiver=SERVER, kind="centers", n_elements=C.size)
+    sent, comm = send_local_centers(fed, k_client, seeds, n_jobs, n_init=n_init,
+                                    max_iter=max_iter, tol=tol, n_local_trials=n_local_trials)
     points = np.concatenate(sent)
     if points.shape[0] < k:
         raise ValueError(f"Argument 'n_clusters'={k} exceeds the {points.shape[0]} centers the "

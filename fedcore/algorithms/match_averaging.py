@@ -10,9 +10,9 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from .._validation import check_int, check_random_state, check_scalar
-from ..federation.ledger import SERVER, CommLedger
+from ..federation.ledger import CommLedger
 from ._base import BaseEstimator
-from ._clients import _client_seeds, check_federation, client_kmeans, predict_nearest, run_clients
+from ._clients import _client_seeds, check_federation, predict_nearest, send_local_centers
 from .kmeans import check_n_local_trials
 
 __all__ = ["MatchAveraging", "MatchAveragingResult", "match_averaging", "match_average_centers"]
@@ -88,17 +88,9 @@ def match_averaging(federation, n_clusters, *, client_clusters=None, max_iter=10
     fed = check_federation(federation, k_client)
     rng = check_random_state(random_state)
     seeds = _client_seeds(rng, fed.n_clients)
-
-    def client(l):
-        X, _ = fed.client(l)
-        return client_kmeans(X, k_client, n_init=n_init, max_iter=client_max_iter, tol=tol,
-                             random_state=np.random.default_rng(seeds[l]),
-                             n_local_trials=n_local_trials)[0]
-
-    sent = run_clients(client, fed.n_clients, n_jobs)
-    comm = CommLedger()
-    for l, C in enumerate(sent):
-        comm.record(0, sender=l, receiver=SERVER, kind="centers", n_elements=C.size)
+    sent, comm = send_local_centers(fed, k_client, seeds, n_jobs, n_init=n_init,
+                                    max_iter=client_max_iter, tol=tol,
+                                    n_local_trials=n_local_trials)
     template_client = int(rng.integers(fed.n_clients))
     template = sent[template_client][:k]
     centers, matches, n_iter = match_average_centers(sent, template, max_iter)
