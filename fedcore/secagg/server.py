@@ -157,16 +157,18 @@ class SCMAServer:
         if total.shape != (s.message_length,):
             raise ValueError(f"Argument 'total' must have shape ({s.message_length},), got "
                              f"{total.shape}")
-        bins, counts, points = [], [], []
-        for shard in range(s.n_shards):
-            b, c, x = self._decode_shard(
-                total[shard * s.shard_length:(shard + 1) * s.shard_length], shard, round)
-            bins.append(b)
-            counts.append(c)
-            points.append(x)
-        bins = np.concatenate(bins, axis=0)
-        counts = np.concatenate(counts)
-        order = s.sort_order(bins, np.concatenate(points))
+        return self._decode_shards(total, lambda block, shard: self._decode_shard(
+            block, shard, round))
+
+    def _decode_shards(self, vector, decode_one):
+        """Decode ``vector`` shard by shard with ``decode_one(block, shard) -> (bins, counts,
+        points)``; returns all bins and counts in the setup's canonical order."""
+        s = self.setup
+        parts = [decode_one(vector[shard * s.shard_length:(shard + 1) * s.shard_length], shard)
+                 for shard in range(s.n_shards)]
+        bins = np.concatenate([b for b, _, _ in parts], axis=0)
+        counts = np.concatenate([c for _, c, _ in parts])
+        order = s.sort_order(bins, np.concatenate([x for _, _, x in parts]))
         return bins[order], counts[order]
 
     def decode_change(self, total, previous_total, *, max_changes, round=0):
@@ -208,19 +210,10 @@ class SCMAServer:
                                  f"{arr.shape}")
         delta = total.copy()
         sub_into(delta, previous_total, s.prime)
-        bins, counts, points = [], [], []
-        for shard in range(s.n_shards):
-            b, c, x = self._decode_shard_change(
-                delta[shard * s.shard_length:(shard + 1) * s.shard_length], shard, round,
-                min(max_changes, s.shard_capacity))
-            bins.append(b)
-            counts.append(c)
-            points.append(x)
-        bins = np.concatenate(bins, axis=0)
-        counts = np.concatenate(counts)
-        order = s.sort_order(bins, np.concatenate(points))
-        signed = np.where(counts > s.prime // 2, counts - s.prime, counts)
-        return bins[order], signed[order]
+        limit = min(max_changes, s.shard_capacity)
+        bins, counts = self._decode_shards(delta, lambda block, shard: self._decode_shard_change(
+            block, shard, round, limit))
+        return bins, np.where(counts > s.prime // 2, counts - s.prime, counts)
 
     def _decode_shard_change(self, block, shard, round, m):
         s = self.setup
