@@ -115,6 +115,24 @@ def test_vector_ops(p, data):
     assert [int(v) for v in s] == [int(u) * c % p for u in a]
 
 
+@settings(max_examples=30)
+@given(st.sampled_from(PRIMES), st.data())
+def test_sum_rows_is_the_column_sum_mod_p_and_names_the_first_bad_row(p, data):
+    r, m = data.draw(st.integers(0, 6)), data.draw(st.integers(0, 8))
+    rows = np.array(data.draw(st.lists(st.integers(0, p - 1), min_size=r * m, max_size=r * m)),
+                    dtype=np.int64).reshape(r, m)
+    out = np.empty(m, dtype=np.int64)
+    assert F.sum_rows(rows, p, out) == -1
+    assert [int(v) for v in out] == [sum(int(x) for x in rows[:, i]) % p for i in range(m)]
+    if r and m:
+        bad_row = data.draw(st.integers(0, r - 1))
+        rows[bad_row, data.draw(st.integers(0, m - 1))] = data.draw(st.sampled_from([-1, p]))
+        assert F.sum_rows(rows, p, out) == bad_row
+        rows[bad_row:] = 0
+        rows[bad_row, 0] = -5
+        assert F.sum_rows(rows, p, out) == bad_row
+
+
 def test_is_prime_matches_trial_division_and_known_pseudoprimes():
     for n in range(-3, 3000):
         assert F.is_prime(n) == R.is_prime(n), n

@@ -319,6 +319,11 @@ def test_server_names_missing_extra_and_malformed_messages():
     bad[2][0] = 101
     with pytest.raises(ValueError, match="client 2 has entries outside"):
         server.decode(bad, round=0)
+    for value, dtype in ((-1, np.int64), (2**63, np.uint64), (2**64 - 1, np.uint64)):
+        bad[2] = msgs[2].astype(dtype)
+        bad[2][1] = value  # above 2**63 a uint64 would wrap to a negative int64
+        with pytest.raises(ValueError, match="client 2 has entries outside"):
+            server.decode(bad, round=0)
     with pytest.raises(TypeError, match="'setup'"):
         SCMAServer(None)
 

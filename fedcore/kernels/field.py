@@ -26,7 +26,7 @@ __all__ = [
     "powmod_ctx", "inverse", "batch_inverse", "batch_inverse_ctx", "addmod", "submod", "negmod",
     "mac",
     "reduce_wide", "accumulation_limit", "dot_forward", "dot_reverse", "sub_scaled_into",
-    "add_into", "sub_into",
+    "add_into", "sub_into", "sum_rows",
     "scale_into", "mul_into",
 ]
 
@@ -429,6 +429,20 @@ def add_into(acc, x, p):
     b = x.reshape(-1)
     for i in range(a.shape[0]):
         a[i] = addmod(a[i], b[i], p)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def sum_rows(rows, p, out):
+    """OUT ``out`` int64 (m,): column sums mod p of ``rows`` int64 (r, m); returns -1, or the
+    first row holding an entry outside [0, p) (then ``out`` is unspecified)."""
+    out[:] = 0
+    for r in range(rows.shape[0]):
+        for i in range(rows.shape[1]):
+            v = rows[r, i]
+            if v < 0 or v >= p:
+                return r
+            out[i] = addmod(out[i], v, p)
+    return -1
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)

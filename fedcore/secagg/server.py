@@ -4,7 +4,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .._validation import check_int
-from ..kernels.field import add_into, batch_inverse, mul_into, sub_into
+from ..kernels.field import batch_inverse, mul_into, sub_into, sum_rows
 from ..kernels.reed_solomon import (berlekamp_massey, find_roots, forney_magnitudes, power_sums,
                                     solve_transposed_vandermonde)
 from ._errors import SCMADecodeError
@@ -92,8 +92,8 @@ class SCMAServer:
                                  f"{len(messages)}; pass a dict {{client_id: message}} to "
                                  "name them")
             items = list(zip(participants, messages))
-        total = np.zeros(s.message_length, dtype=np.int64)
-        for cid, msg in items:
+        rows = np.empty((len(items), s.message_length), dtype=np.int64)
+        for r, (cid, msg) in enumerate(items):
             arr = np.asarray(msg)
             if arr.shape != (s.message_length,):
                 raise ValueError(f"The message of client {cid} must have shape "
@@ -101,9 +101,12 @@ class SCMAServer:
             if arr.dtype.kind not in "iu":
                 raise TypeError(f"The message of client {cid} must hold integers, got dtype "
                                 f"{arr.dtype}")
-            if arr.size and (arr.min() < 0 or arr.max() >= s.prime):
-                raise ValueError(f"The message of client {cid} has entries outside [0, {s.prime})")
-            add_into(total, np.ascontiguousarray(arr, dtype=np.int64), s.prime)
+            rows[r] = arr  # uint64 values >= 2**63 wrap to negatives, refused below
+        total = np.empty(s.message_length, dtype=np.int64)
+        bad = sum_rows(rows, s.prime, total)
+        if bad >= 0:
+            raise ValueError(f"The message of client {items[bad][0]} has entries outside "
+                             f"[0, {s.prime})")
         return total
 
     def aggregate(self, messages, *, round, participants=None, ledger=None):
