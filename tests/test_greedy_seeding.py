@@ -240,10 +240,10 @@ def test_kmeans_runs_lloyd_from_greedy_seeds():
         a = fedcore.KMeans(5, random_state=seed, n_local_trials="auto").fit(X)
         b = fedcore.KMeans(5, init=centers).fit(X)
         np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
-        # n_init restarts draw their seeds one after another from the same generator.
-        gen = np.random.default_rng(seed)
-        starts = [fedcore.kmeans_plusplus(X, 5, random_state=gen, n_local_trials=2)[0]
-                  for _ in range(3)]
+        # n_init restarts seed from child generators, one 63-bit draw each from random_state.
+        children = np.random.default_rng(seed).integers(2**63, size=3)
+        starts = [fedcore.kmeans_plusplus(X, 5, random_state=int(c), n_local_trials=2)[0]
+                  for c in children]
         best = min((fedcore.KMeans(5, init=s).fit(X) for s in starts), key=lambda m: m.inertia_)
         c = fedcore.KMeans(5, n_init=3, random_state=seed, n_local_trials=2).fit(X)
         np.testing.assert_array_equal(c.cluster_centers_, best.cluster_centers_)

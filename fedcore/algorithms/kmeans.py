@@ -308,20 +308,26 @@ def _lloyd(X, weights, centers, max_iter, tol):
 _POOL = None
 
 
-def _lloyd_restarts(X, weights, inits, max_iter, tol):
-    """Lloyd from each initialization, in order of ``inits``.
+def _lloyd_restarts(X, weights, starts, max_iter, tol):
+    """Lloyd from each start, in order of ``starts`` (initial centers, or callables that seed
+    them with their own random stream).
 
     Small problems (at most ``CHUNK_SIZE`` rows, where each kernel call runs on one thread) run
-    their restarts concurrently on Numba's thread count (the kernels release the GIL); large ones
-    run one after another with parallel kernels. The results do not depend on the schedule.
+    their restarts, seeding included, concurrently on Numba's thread count (the kernels release
+    the GIL); large ones run one after another with parallel kernels. The results do not depend
+    on the schedule.
     """
     global _POOL
+
+    def run(start):
+        return _lloyd(X, weights, start() if callable(start) else start, max_iter, tol)
+
     threads = numba.get_num_threads()
-    if len(inits) == 1 or X.shape[0] > CHUNK_SIZE or threads == 1:
-        return [_lloyd(X, weights, c, max_iter, tol) for c in inits]
+    if len(starts) == 1 or X.shape[0] > CHUNK_SIZE or threads == 1:
+        return [run(s) for s in starts]
     if _POOL is None or _POOL._max_workers != threads:
         _POOL = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="fedcore-lloyd")
-    return list(_POOL.map(lambda c: _lloyd(X, weights, c, max_iter, tol), inits))
+    return list(_POOL.map(run, starts))
 
 
 class KMeans(BaseEstimator):
@@ -332,7 +338,10 @@ class KMeans(BaseEstimator):
     n_clusters : int, default=8
     init : "k-means++" or array-like of shape (n_clusters, n_features), default="k-means++"
     n_init : int, default=1
-        Independent k-means++ starts; the lowest inertia wins. Ignored (one run) with array init.
+        Independent k-means++ starts; the lowest inertia wins (the first on ties). With
+        ``n_init > 1`` each start seeds from its own child generator, seeded by one draw from
+        ``random_state``, so small problems seed and run their starts concurrently. Ignored (one
+        run) with array init.
     max_iter : int, default=300
     tol : float, default=1e-4
         Relative to the mean per-feature variance of X (unweighted), as in scikit-learn.
@@ -400,8 +409,13 @@ class KMeans(BaseEstimator):
         if isinstance(self.init, str):
             if self.init != "k-means++":
                 raise ValueError(f"Argument 'init' must be 'k-means++' or an array, got {self.init!r}")
-            for _ in range(n_init):
+            if n_init == 1:  # the stream of kmeans_plusplus(random_state=rng)
                 yield X[_seed_rows(X, weights, rng, k, n_local_trials)]
+                return
+            # One child stream per restart, so restarts can seed concurrently.
+            for seed in rng.integers(2**63, size=n_init):
+                child = np.random.default_rng(int(seed))
+                yield lambda g=child: X[_seed_rows(X, weights, g, k, n_local_trials)]
             return
         init = check_array(self.init, "init", dtype=("float64",))
         if init.shape != (k, X.shape[1]):
