@@ -306,6 +306,9 @@ def _lloyd(X, weights, centers, max_iter, tol):
 
 
 _POOL = None
+# Below this many features seeding is mostly interpreter work, which threads would only contend
+# for; the seeds are then drawn before the concurrent Lloyd runs (same results).
+_CONCURRENT_SEEDING_MIN_FEATURES = 32
 
 
 def _lloyd_restarts(X, weights, starts, max_iter, tol):
@@ -313,9 +316,9 @@ def _lloyd_restarts(X, weights, starts, max_iter, tol):
     them with their own random stream).
 
     Small problems (at most ``CHUNK_SIZE`` rows, where each kernel call runs on one thread) run
-    their restarts, seeding included, concurrently on Numba's thread count (the kernels release
-    the GIL); large ones run one after another with parallel kernels. The results do not depend
-    on the schedule.
+    their restarts concurrently on Numba's thread count (the kernels release the GIL), seeding
+    included from ``_CONCURRENT_SEEDING_MIN_FEATURES`` features on; large ones run one after
+    another with parallel kernels. The results do not depend on the schedule.
     """
     global _POOL
 
@@ -325,6 +328,8 @@ def _lloyd_restarts(X, weights, starts, max_iter, tol):
     threads = numba.get_num_threads()
     if len(starts) == 1 or X.shape[0] > CHUNK_SIZE or threads == 1:
         return [run(s) for s in starts]
+    if X.shape[1] < _CONCURRENT_SEEDING_MIN_FEATURES:  # seeding is interpreter-bound: do it here
+        starts = [s() if callable(s) else s for s in starts]
     if _POOL is None or _POOL._max_workers != threads:
         _POOL = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="fedcore-lloyd")
     return list(_POOL.map(run, starts))
