@@ -269,3 +269,82 @@ def test_kmeans_fit_same_bits_one_and_two_threads():
         return (km.cluster_centers_, km.labels_, np.float64(km.inertia_), np.int64(km.n_iter_))
 
     _assert_same_bits(_with_threads(1, fit), _with_threads(2, fit))
+
+
+@st.composite
+def _screening_problems(draw):
+    """Tie-heavy or far-from-origin rows (cancellation in |x|^2 - 2 x.c + |c|^2), duplicates."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n, d, k = draw(st.integers(1, 120)), draw(st.integers(1, 70)), draw(st.integers(1, 12))
+    kind = draw(st.sampled_from(["grid", "far", "blobs", "duplicates"]))
+    if kind == "grid":
+        X = rng.integers(-2, 3, size=(n, d)).astype(np.float64)
+    elif kind == "far":
+        X = 1e6 + rng.normal(size=(n, d))
+    elif kind == "blobs":
+        X = rng.normal(scale=5.0, size=(k, d))[rng.integers(0, k, n)] + rng.normal(size=(n, d))
+    else:
+        X = np.repeat(rng.normal(size=(max(1, n // 4), d)), 4, axis=0)[:n]
+    X = X.astype(draw(st.sampled_from([np.float64, np.float32])))
+    w = rng.integers(0, 4, size=X.shape[0]).astype(np.float64)
+    w[0] = 1.0
+    init = X[rng.integers(0, X.shape[0], size=k)].astype(np.float64)
+    return X, w, init, draw(st.integers(1, 30))
+
+
+@settings(max_examples=120, deadline=None)
+@given(problem=_screening_problems())
+def test_lloyd_run_screened_by_blas_equals_the_plain_scan(problem):
+    # The BLAS product only screens centers; labels (lowest index on ties), distances, centers,
+    # inertia and n_iter must be the plain scan's, bit for bit.
+    from fedcore.kernels.lloyd import lloyd_run
+    X, w, init, max_iter = problem
+    margin = 1e-9 * 2.0 * np.sqrt(X.shape[1]) * max(float(np.abs(X).max()), 1.0)
+    runs = []
+    for X64 in (np.empty((0, 0)), np.ascontiguousarray(X, dtype=np.float64)):
+        centers = init.copy()
+        labels, dist = np.full(X.shape[0], -7), np.full(X.shape[0], np.nan)
+        inertia, n_iter = lloyd_run(X, w, centers, max_iter, 0.0, margin, labels, dist, X64)
+        runs.append((centers, labels, dist, inertia, n_iter))
+    (c0, l0, d0, i0, n0), (c1, l1, d1, i1, n1) = runs
+    np.testing.assert_array_equal(l1, l0)
+    np.testing.assert_array_equal(_bits(d1), _bits(d0))
+    np.testing.assert_array_equal(_bits(c1), _bits(c0))
+    assert _bits(np.array([i1]))[0] == _bits(np.array([i0]))[0] and n1 == n0
+
+
+def test_kmeans_screens_large_problems_with_the_same_result(monkeypatch):
+    from fedcore.algorithms import kmeans as km
+    rng = np.random.default_rng(3)
+    X = rng.normal(scale=4.0, size=(20, 100))[rng.integers(0, 20, 600)] + rng.normal(size=(600, 100))
+    w = rng.integers(1, 5, size=600).astype(float)
+    calls = []
+    real = km.lloyd_run
+
+    def spy(*args):
+        calls.append(args[-1].shape[0] > 0)
+        return real(*args)
+
+    monkeypatch.setattr(km, "lloyd_run", spy)
+    screened = fedcore.KMeans(30, n_init=3, random_state=1).fit(X, sample_weight=w)
+    assert calls and all(calls)  # d = 100, k = 30: above both thresholds
+    monkeypatch.setattr(km, "_SCREEN_MIN_FEATURES", 10**9)
+    calls.clear()
+    plain = fedcore.KMeans(30, n_init=3, random_state=1).fit(X, sample_weight=w)
+    assert calls and not any(calls)
+    np.testing.assert_array_equal(_bits(screened.cluster_centers_), _bits(plain.cluster_centers_))
+    np.testing.assert_array_equal(screened.labels_, plain.labels_)
+    assert screened.inertia_ == plain.inertia_ and screened.n_iter_ == plain.n_iter_
+    # Concurrent restarts without threadpoolctl (BLAS threads not limited), and on one thread.
+    monkeypatch.setattr(km, "_SCREEN_MIN_FEATURES", 32)
+    monkeypatch.setattr(km, "_BLAS", {"controller": None})
+    free = fedcore.KMeans(30, n_init=3, random_state=1).fit(X, sample_weight=w)
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        serial = fedcore.KMeans(30, n_init=3, random_state=1).fit(X, sample_weight=w)
+    finally:
+        numba.set_num_threads(threads)
+    for other in (free, serial):
+        np.testing.assert_array_equal(_bits(other.cluster_centers_), _bits(plain.cluster_centers_))
+        assert other.inertia_ == plain.inertia_

@@ -1,4 +1,5 @@
 """k-means++ seeding and weighted Lloyd k-means."""
+import contextlib
 import numbers
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -287,6 +288,33 @@ def _tolerance(X, tol):
     return float(np.mean(np.var(X, axis=0)) * tol)
 
 
+# Screen rows with a BLAS product (same results) from this many features and d * k.
+_SCREEN_MIN_FEATURES = 32
+_SCREEN_MIN_WORK = 2048
+
+
+def _screens(n_features, n_clusters):
+    """Whether Lloyd screens rows with a BLAS product for this shape."""
+    return n_features >= _SCREEN_MIN_FEATURES and n_features * n_clusters >= _SCREEN_MIN_WORK
+
+
+_BLAS = {}
+
+
+def _one_blas_thread():
+    """Context limiting BLAS to one thread (process-wide) while Lloyd restarts run concurrently,
+    through threadpoolctl when it is installed; a no-op otherwise (same results, slower)."""
+    if "controller" not in _BLAS:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _BLAS["controller"] = ThreadpoolController()
+        except ImportError:
+            _BLAS["controller"] = None
+    if _BLAS["controller"] is None:
+        return contextlib.nullcontext()
+    return _BLAS["controller"].limit(limits=1, user_api="blas")
+
+
 def _lloyd(X, weights, centers, max_iter, tol):
     """Weighted Lloyd from ``centers`` (float64, copied). Returns (centers, labels, inertia, n_iter).
 
@@ -301,7 +329,9 @@ def _lloyd(X, weights, centers, max_iter, tol):
     distances = np.empty(n)
     # Distances are at most 2 sqrt(d) max|coordinate|; rounding in the bounds is far below this.
     margin = 1e-9 * 2.0 * np.sqrt(d) * max(float(np.abs(X).max()), float(np.abs(centers).max()))
-    inertia, n_iter = lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances)
+    screen = _screens(d, centers.shape[0])
+    X64 = np.ascontiguousarray(X, dtype=np.float64) if screen else np.empty((0, 0))
+    inertia, n_iter = lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances, X64)
     return centers, labels, float(inertia), int(n_iter)
 
 
@@ -311,14 +341,15 @@ _POOL = None
 _CONCURRENT_SEEDING_MIN_FEATURES = 32
 
 
-def _lloyd_restarts(X, weights, starts, max_iter, tol):
+def _lloyd_restarts(X, weights, starts, max_iter, tol, n_clusters):
     """Lloyd from each start, in order of ``starts`` (initial centers, or callables that seed
     them with their own random stream).
 
     Small problems (at most ``CHUNK_SIZE`` rows, where each kernel call runs on one thread) run
     their restarts concurrently on Numba's thread count (the kernels release the GIL), seeding
     included from ``_CONCURRENT_SEEDING_MIN_FEATURES`` features on; large ones run one after
-    another with parallel kernels. The results do not depend on the schedule.
+    another with parallel kernels. The results do not depend on the schedule. Concurrent restarts
+    that screen with BLAS (:func:`_screens`) hold BLAS to one thread meanwhile.
     """
     global _POOL
 
@@ -332,7 +363,8 @@ def _lloyd_restarts(X, weights, starts, max_iter, tol):
         starts = [s() if callable(s) else s for s in starts]
     if _POOL is None or _POOL._max_workers != threads:
         _POOL = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="fedcore-lloyd")
-    return list(_POOL.map(run, starts))
+    with _one_blas_thread() if _screens(X.shape[1], n_clusters) else contextlib.nullcontext():
+        return list(_POOL.map(run, starts))
 
 
 class KMeans(BaseEstimator):
@@ -369,7 +401,9 @@ class KMeans(BaseEstimator):
     -----
     Empty clusters are relocated deterministically: in increasing cluster index, each empty cluster
     takes the positive-weight row farthest from its assigned center (ties: lowest row index).
-    Distances are exact sums of squared differences (no expanded form), in float64.
+    Distances are exact sums of squared differences (no expanded form), in float64. From 32
+    features and ``d * k >= 2048``, Lloyd first screens centers with a BLAS product and a
+    rigorous rounding bound, then computes exact distances to the candidates only: same results.
 
     Examples
     --------
@@ -400,7 +434,7 @@ class KMeans(BaseEstimator):
         n_local_trials = check_n_local_trials(self.n_local_trials, k)
         rng = check_random_state(self.random_state)
         inits = list(self._initial_centers(X, weights, k, n_init, rng, n_local_trials))
-        results = _lloyd_restarts(X, weights, inits, max_iter, tol)
+        results = _lloyd_restarts(X, weights, inits, max_iter, tol, k)
         best = min(range(len(results)), key=lambda i: results[i][2])  # first of the lowest
         centers, labels, inertia, n_iter = results[best]
         self.cluster_centers_ = centers.astype(X.dtype, copy=False)

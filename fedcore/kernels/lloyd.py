@@ -7,7 +7,8 @@ partials are merged serially in chunk order, so every output is bit-identical fo
 center provably cannot change (Hamerly 2010: one lower bound per row on the distance to its second
 nearest center, and half the distance from its center to the nearest other center). The distance
 to the row's own center is always recomputed exactly, so labels, distances, sums and inertia are
-bit-identical to :func:`lloyd_iteration`.
+bit-identical to :func:`lloyd_iteration`. For many features and centers it can instead screen
+centers with one BLAS product per iteration (``X64``), again with the same bits.
 """
 import functools
 
@@ -30,13 +31,57 @@ def _own_distance(X, i, centers, a):
     return acc
 
 
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _screened_nearest(X, i, centers, dots, norms, center_norms, buf):
+    """``(a, dist, second)`` of row ``i`` as the exact scan finds them, from a BLAS product.
+
+    ``dots[i, j]`` is ``X[i] . centers[j]`` in any summation order; then
+    ``norms[i] - 2 dots[i, j] + center_norms[j]`` is within ``e_j = 4 (d + 2) u (|x| + |c_j|)^2``
+    of the exact kernel's squared distance (u = 2^-53; dot products of length d err by at most
+    ``d u |x| |c|``, the exact sum by ``d u`` relative). Only centers whose interval can reach the
+    smallest upper bound get their exact distance (:func:`_own_distance`, same bits as
+    :func:`row_distances`); every exact minimum is among them, so ``a`` (lowest index on ties)
+    and ``dist`` equal the exact scan's. ``second`` is a lower bound on the distance to every
+    other center (exact for screened-in centers), which is all Hamerly's bound needs.
+    """
+    k = centers.shape[0]
+    eps = 4.0 * (X.shape[1] + 2) * 2.0 ** -53
+    x = np.sqrt(norms[i])
+    best_upper = np.inf
+    for j in range(k):
+        approx = norms[i] - 2.0 * dots[i, j] + center_norms[j]
+        err = eps * (x + np.sqrt(center_norms[j])) ** 2
+        buf[j] = approx - err
+        best_upper = min(best_upper, approx + err)
+    a = 0
+    dist = np.inf
+    second = np.inf
+    for j in range(k):
+        if buf[j] <= best_upper:
+            exact = _own_distance(X, i, centers, j)
+            if exact < dist:
+                second = min(second, dist)
+                dist = exact
+                a = j
+            else:
+                second = min(second, exact)
+        else:
+            second = min(second, max(buf[j], 0.0))
+    return a, dist, second
+
+
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def _chunk_pass(X, weights, centers, centers_t, half_sep, margin, use_bounds, labels, lower,
-                distances, part_sums, part_weights, part_inertia, c):
-    """Assignment and partial M-step statistics of rows chunk ``c`` (one Lloyd E-step)."""
+                distances, part_sums, part_weights, part_inertia, c, dots, norms, center_norms):
+    """Assignment and partial M-step statistics of rows chunk ``c`` (one Lloyd E-step).
+
+    With a non-empty ``dots`` (the BLAS product ``X @ centers.T``), rows are screened
+    (:func:`_screened_nearest`) instead of scanned; the outputs are the same bits.
+    """
     n, d = X.shape
     k = centers.shape[0]
     buf = np.empty(k)
+    screen = dots.shape[0] > 0
     acc = 0.0
     part_sums[c] = 0.0
     part_weights[c] = 0.0
@@ -44,12 +89,14 @@ def _chunk_pass(X, weights, centers, centers_t, half_sep, margin, use_bounds, la
         skip = False
         a = 0
         dist = 0.0
-        if use_bounds and lower[i] > 0.0:
+        if use_bounds and not screen and lower[i] > 0.0:
             a = labels[i]
             dist = _own_distance(X, i, centers, a)
             bound = max(lower[i], half_sep[a])
             skip = np.sqrt(dist) + margin < bound
-        if not skip:
+        if not skip and screen:
+            a, dist, second = _screened_nearest(X, i, centers, dots, norms, center_norms, buf)
+        elif not skip:
             row_distances(X, i, centers_t, buf)
             a = 0
             dist = buf[0]
@@ -61,6 +108,7 @@ def _chunk_pass(X, weights, centers, centers_t, half_sep, margin, use_bounds, la
                     a = j
                 elif buf[j] < second:
                     second = buf[j]
+        if not skip:
             labels[i] = a
             if use_bounds:
                 lower[i] = np.sqrt(second)
@@ -98,9 +146,12 @@ def _lloyd_chunks(X, weights, centers, half_sep, margin, use_bounds, labels, low
     part_sums = np.empty((n_chunks, k, d))
     part_weights = np.empty((n_chunks, k))
     part_inertia = np.empty(n_chunks)
+    no_dots = np.empty((0, 0))
+    no_norms = np.empty(0)
     for c in prange(n_chunks):
         _chunk_pass(X, weights, centers, centers_t, half_sep, margin, use_bounds, labels, lower,
-                    distances, part_sums, part_weights, part_inertia, c)
+                    distances, part_sums, part_weights, part_inertia, c, no_dots, no_norms,
+                    no_norms)
     return _merge(part_sums, part_weights, part_inertia, center_sums, weight_sums)
 
 
@@ -189,8 +240,14 @@ def relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sum
 
 
 @chunked_kernel
-def lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances):
+def lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances, X64):
     """Weighted Lloyd from ``centers`` until convergence; returns ``(inertia, n_iter)``.
+
+    ``X64`` is empty (0, 0) or ``X`` itself as float64 (C order); in the latter case each E-step
+    screens rows
+    with one BLAS product ``X64 @ centers.T`` and computes exact distances to the few centers it
+    cannot rule out (:func:`_screened_nearest`), same bits as the plain scan. Worth it when
+    ``d * k`` is large (hundreds of features, tens of centers).
 
     IN/OUT ``centers`` float64 (k, d): initial, then final centers. OUT ``labels`` int64 (n,),
     ``distances`` float64 (n,) for the final centers. Each iteration is the E-step of
@@ -213,14 +270,26 @@ def lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances):
     center_sums = np.empty((k, d))
     weight_sums = np.empty(k)
     half_sep = np.empty(k)
+    screen = X64.shape[0] > 0
+    norms = np.empty(X64.shape[0])
+    for i in range(X64.shape[0]):
+        norms[i] = np.sum(X64[i] * X64[i])
+    center_norms = np.empty(k)
+    dots = np.empty((0, 0))
     n_iter = 0
     inertia = 0.0
     for it in range(max_iter + 1):
-        half_separation(centers, half_sep)
+        if not screen:  # screened rows need no bound (and this costs k^2 d / 2)
+            half_separation(centers, half_sep)
         centers_t = np.ascontiguousarray(centers.T)
+        if screen:
+            dots = np.dot(X64, centers_t)
+            for j in range(k):
+                center_norms[j] = np.sum(centers[j] * centers[j])
         for c in prange(n_chunks):
             _chunk_pass(X, weights, centers, centers_t, half_sep, margin, True, labels, lower,
-                        distances, part_sums, part_weights, part_inertia, c)
+                        distances, part_sums, part_weights, part_inertia, c, dots, norms,
+                        center_norms)
         inertia = _merge(part_sums, part_weights, part_inertia, center_sums, weight_sums)
         if it == max_iter:  # the final E-step for the final centers
             break
