@@ -82,3 +82,25 @@ class UnlearnableRemove:
 
     def peakmem_fit(self, n, d, k):
         fedcore.UnlearnableKMeans(k, random_state=0).fit(_data(n, d, k, "float64"))
+
+
+class ServerRestarts:
+    """MUFC's server clustering: KMeans(n_init=10) on ~500 weighted points (occupied bins), at
+    the Gaussian (d = 10, k = 10) and FEMNIST (d = 784, k = 62) shapes of the MUFC paper; the
+    large one screens centers with BLAS and runs restarts concurrently."""
+    params = ([(10, 10), (784, 62)],)
+    param_names = ["d_k"]
+    timeout = 600
+
+    def setup(self, d_k):
+        _warm()
+        d, k = d_k
+        X, _, _ = fedcore.datasets.make_gaussian_mixture(500, d, k, cluster_std=0.1,
+                                                         random_state=0)
+        self.X = X
+        self.w = np.random.default_rng(0).integers(1, 120, size=500).astype(np.float64)
+        self.k = k
+        fedcore.KMeans(k, n_init=2, random_state=0).fit(X, sample_weight=self.w)
+
+    def time_fit_n_init_10(self, d_k):
+        fedcore.KMeans(self.k, n_init=10, random_state=0).fit(self.X, sample_weight=self.w)
