@@ -337,7 +337,7 @@ def test_kmeans_screens_large_problems_with_the_same_result(monkeypatch):
     assert screened.inertia_ == plain.inertia_ and screened.n_iter_ == plain.n_iter_
     # Concurrent restarts without threadpoolctl (BLAS threads not limited), and on one thread.
     monkeypatch.setattr(km, "_SCREEN_MIN_FEATURES", 32)
-    monkeypatch.setattr(km, "_BLAS", {"controller": None})
+    monkeypatch.setattr(km, "_blas_controller", lambda: None)
     free = fedcore.KMeans(30, n_init=3, random_state=1).fit(X, sample_weight=w)
     threads = numba.get_num_threads()
     numba.set_num_threads(1)

@@ -1,5 +1,6 @@
 """k-means++ seeding and weighted Lloyd k-means."""
 import contextlib
+import functools
 import numbers
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -298,21 +299,23 @@ def _screens(n_features, n_clusters):
     return n_features >= _SCREEN_MIN_FEATURES and n_features * n_clusters >= _SCREEN_MIN_WORK
 
 
-_BLAS = {}
+@functools.lru_cache(maxsize=None)
+def _blas_controller():
+    """threadpoolctl's controller of the loaded BLAS libraries, or None without threadpoolctl."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return None
+    return ThreadpoolController()
 
 
 def _one_blas_thread():
     """Context limiting BLAS to one thread (process-wide) while Lloyd restarts run concurrently,
     through threadpoolctl when it is installed; a no-op otherwise (same results, slower)."""
-    if "controller" not in _BLAS:
-        try:
-            from threadpoolctl import ThreadpoolController
-            _BLAS["controller"] = ThreadpoolController()
-        except ImportError:
-            _BLAS["controller"] = None
-    if _BLAS["controller"] is None:
+    controller = _blas_controller()
+    if controller is None:
         return contextlib.nullcontext()
-    return _BLAS["controller"].limit(limits=1, user_api="blas")
+    return controller.limit(limits=1, user_api="blas")
 
 
 def _lloyd(X, weights, centers, max_iter, tol):

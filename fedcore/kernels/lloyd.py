@@ -33,7 +33,7 @@ def _own_distance(X, i, centers, a):
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def _screened_nearest(X, i, centers, dots, norms, center_norms, buf):
-    """``(a, dist, second)`` of row ``i`` as the exact scan finds them, from a BLAS product.
+    """``(a, dist)`` of row ``i`` as the exact scan finds them, from a BLAS product.
 
     ``dots[i, j]`` is ``X[i] . centers[j]`` in any summation order; then
     ``norms[i] - 2 dots[i, j] + center_norms[j]`` is within ``e_j = 4 (d + 2) u (|x| + |c_j|)^2``
@@ -41,8 +41,7 @@ def _screened_nearest(X, i, centers, dots, norms, center_norms, buf):
     ``d u |x| |c|``, the exact sum by ``d u`` relative). Only centers whose interval can reach the
     smallest upper bound get their exact distance (:func:`_own_distance`, same bits as
     :func:`row_distances`); every exact minimum is among them, so ``a`` (lowest index on ties)
-    and ``dist`` equal the exact scan's. ``second`` is a lower bound on the distance to every
-    other center (exact for screened-in centers), which is all Hamerly's bound needs.
+    and ``dist`` equal the exact scan's.
     """
     k = centers.shape[0]
     eps = 4.0 * (X.shape[1] + 2) * 2.0 ** -53
@@ -55,19 +54,13 @@ def _screened_nearest(X, i, centers, dots, norms, center_norms, buf):
         best_upper = min(best_upper, approx + err)
     a = 0
     dist = np.inf
-    second = np.inf
     for j in range(k):
         if buf[j] <= best_upper:
             exact = _own_distance(X, i, centers, j)
             if exact < dist:
-                second = min(second, dist)
                 dist = exact
                 a = j
-            else:
-                second = min(second, exact)
-        else:
-            second = min(second, max(buf[j], 0.0))
-    return a, dist, second
+    return a, dist
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
@@ -94,8 +87,9 @@ def _chunk_pass(X, weights, centers, centers_t, half_sep, margin, use_bounds, la
             dist = _own_distance(X, i, centers, a)
             bound = max(lower[i], half_sep[a])
             skip = np.sqrt(dist) + margin < bound
-        if not skip and screen:
-            a, dist, second = _screened_nearest(X, i, centers, dots, norms, center_norms, buf)
+        if screen:  # screened iterations use no bounds (skip stays False)
+            a, dist = _screened_nearest(X, i, centers, dots, norms, center_norms, buf)
+            labels[i] = a
         elif not skip:
             row_distances(X, i, centers_t, buf)
             a = 0
@@ -108,7 +102,6 @@ def _chunk_pass(X, weights, centers, centers_t, half_sep, margin, use_bounds, la
                     a = j
                 elif buf[j] < second:
                     second = buf[j]
-        if not skip:
             labels[i] = a
             if use_bounds:
                 lower[i] = np.sqrt(second)
@@ -244,8 +237,7 @@ def lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances, X64
     """Weighted Lloyd from ``centers`` until convergence; returns ``(inertia, n_iter)``.
 
     ``X64`` is empty (0, 0) or ``X`` itself as float64 (C order); in the latter case each E-step
-    screens rows
-    with one BLAS product ``X64 @ centers.T`` and computes exact distances to the few centers it
+    screens rows with one BLAS product ``X64 @ centers.T`` and computes exact distances to the few centers it
     cannot rule out (:func:`_screened_nearest`), same bits as the plain scan. Worth it when
     ``d * k`` is large (hundreds of features, tens of centers).
 
