@@ -75,8 +75,9 @@ def run_mufc_job(dataset="gaussian", n_clients=None, n_clusters=None, client_clu
     fed = partition(X, n_clients, "noniid", labels=y, clusters_per_client=kp, random_state=seed)
     rng = np.random.default_rng(seed)
 
-    def make_mufc(s):
-        return MUFC(k, client_clusters=kp, secure=secure, random_state=s)
+    def make_mufc(s, server_update="exact"):
+        return MUFC(k, client_clusters=kp, secure=secure, server_update=server_update,
+                    random_state=s)
 
     model = make_mufc(seed).fit(fed)
     ratios = {"MUFC": loss_ratio(model.federated_inertia(), X, k, random_state=seed)}
@@ -100,7 +101,9 @@ def run_mufc_job(dataset="gaussian", n_clients=None, n_clusters=None, client_clu
         if r % every == 0:
             Xr, owners, idr = _remaining(model)
             refed = _refederate(Xr, owners, idr, model._active)
-            retrain.append(make_mufc(seed + r + 1).fit(refed).fit_report_.modeled_latency)
+            # A complete retrain: the fastest fresh fit (no coupling records kept).
+            retrain.append(make_mufc(seed + r + 1, "retrain").fit(refed)
+                           .fit_report_.modeled_latency)
         _progress(r + 1, n_removals, "removals")
     Xr, _, _ = _remaining(model)
     rows = _rows(dataset, X, k, kp, n_clients, secure, ratios, model, Xr, reports, dc_times,

@@ -271,20 +271,27 @@ def test_kmeans_fit_same_bits_one_and_two_threads():
     _assert_same_bits(_with_threads(1, fit), _with_threads(2, fit))
 
 
+ROW_KINDS = ["grid", "far", "blobs", "duplicates"]
+
+
+def rows_of_kind(kind, rng, n, d, k):
+    """(n, d) float64 rows: a small integer grid (ties everywhere), rows 1e6 from the origin
+    (cancellation in |x|^2 - 2 x.c + |c|^2), k blobs, or rows repeated 4 times."""
+    if kind == "grid":
+        return rng.integers(-2, 3, size=(n, d)).astype(np.float64)
+    if kind == "far":
+        return 1e6 + rng.normal(size=(n, d))
+    if kind == "blobs":
+        return rng.normal(scale=5.0, size=(k, d))[rng.integers(0, k, n)] + rng.normal(size=(n, d))
+    return np.repeat(rng.normal(size=(-(-n // 4), d)), 4, axis=0)[:n]
+
+
 @st.composite
 def _screening_problems(draw):
     """Tie-heavy or far-from-origin rows (cancellation in |x|^2 - 2 x.c + |c|^2), duplicates."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     n, d, k = draw(st.integers(1, 120)), draw(st.integers(1, 70)), draw(st.integers(1, 12))
-    kind = draw(st.sampled_from(["grid", "far", "blobs", "duplicates"]))
-    if kind == "grid":
-        X = rng.integers(-2, 3, size=(n, d)).astype(np.float64)
-    elif kind == "far":
-        X = 1e6 + rng.normal(size=(n, d))
-    elif kind == "blobs":
-        X = rng.normal(scale=5.0, size=(k, d))[rng.integers(0, k, n)] + rng.normal(size=(n, d))
-    else:
-        X = np.repeat(rng.normal(size=(max(1, n // 4), d)), 4, axis=0)[:n]
+    X = rows_of_kind(draw(st.sampled_from(ROW_KINDS)), rng, n, d, k)
     X = X.astype(draw(st.sampled_from([np.float64, np.float32])))
     w = rng.integers(0, 4, size=X.shape[0]).astype(np.float64)
     w[0] = 1.0

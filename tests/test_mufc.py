@@ -51,8 +51,11 @@ def test_fit_then_remove_is_distributed_as_refit(secure):
                  random_state=s).fit(_tiny_federation())
         m.remove(0, [removed])
         after[_outcome(m)] += 1
+        # The reference re-fits from scratch (server_update="retrain"): another implementation of
+        # the server than the coupled re-fit under test.
         r = MUFC(2, client_clusters=2, gamma=0.25, bounds=BOUNDS, secure=secure, server_n_init=1,
-                 random_state=10**6 + s).fit(_tiny_federation(drop=removed))
+                 server_update="retrain", random_state=10**6 + s).fit(
+                     _tiny_federation(drop=removed))
         refit[_outcome(r)] += 1
     pvalue, n_bins = _two_sample(after, refit)
     assert n_bins >= 5  # the test has power: many joint outcomes
@@ -69,7 +72,8 @@ def test_remove_clients_equals_fit_without_them_in_distribution():
         after[_outcome(m)] += 1
         X0, ids0 = _tiny_federation().client(0)
         r = MUFC(2, client_clusters=2, gamma=0.25, bounds=BOUNDS, secure=False, server_n_init=1,
-                 random_state=10**6 + s).fit(fedcore.HorizontalFederation([X0], [ids0]))
+                 server_update="retrain", random_state=10**6 + s).fit(
+                     fedcore.HorizontalFederation([X0], [ids0]))
         refit[_outcome(r)] += 1
     pvalue, n_bins = _two_sample(after, refit)
     assert n_bins >= 3
@@ -112,6 +116,33 @@ def test_removal_updates_aggregate_and_reports_stages():
     before = lazy.cluster_centers_.copy()
     assert not lazy.remove(3, [plain]).server_recomputed
     np.testing.assert_array_equal(lazy.cluster_centers_, before)
+
+
+def test_exact_server_is_lloyd_from_coupled_seeds_on_the_current_aggregate():
+    # After removals (one hitting a client center, one client leaving), the exact server's model
+    # is Lloyd from its restarts' seeds on the current aggregate, bit for bit, the best restart
+    # kept; "retrain" re-fits from scratch instead.
+    from fedcore.algorithms.kmeans import _lloyd, _tolerance
+    X, fed = _gaussian_federation()
+    m = MUFC(5, client_clusters=2, secure=False, random_state=0).fit(fed)
+    hit = int(m._clients[2].center_ids_[0])
+    for client, ids, leaving in ((1, [int(fed.client(1)[1][0])], []), (2, [hit], [7])):
+        assert m.remove(client, ids).server_recomputed
+        if leaving:
+            m.remove_clients(leaving)
+        bins, counts = m.aggregate_
+        points, w = m._bin_points(bins), counts.astype(float)
+        runs = [_lloyd(points, w, points[r.seeds], 300, _tolerance(points, 1e-4))
+                for r in m._coupled._restarts]
+        assert len(runs) == m.server_n_init
+        best = min(runs, key=lambda run: run[2])
+        np.testing.assert_array_equal(m.cluster_centers_.view(np.int64), best[0].view(np.int64))
+    retrain = MUFC(5, client_clusters=2, secure=False, server_update="retrain",
+                   random_state=0).fit(fed)
+    assert retrain.remove(1, [int(fed.client(1)[1][0])]).server_recomputed
+    assert retrain._coupled is None
+    with pytest.raises(ValueError, match="'server_update' must be 'exact', 'retrain' or 'lazy'"):
+        MUFC(5, server_update="fresh").fit(fed)
 
 
 def test_removal_errors_are_atomic():

@@ -84,6 +84,12 @@ class UnlearnableRemove:
         fedcore.UnlearnableKMeans(k, random_state=0).fit(_data(n, d, k, "float64"))
 
 
+def _server_points(d, k):
+    """500 weighted points, like MUFC's occupied bins and their counts."""
+    X, _, _ = fedcore.datasets.make_gaussian_mixture(500, d, k, cluster_std=0.1, random_state=0)
+    return X, np.random.default_rng(0).integers(1, 120, size=500).astype(np.float64)
+
+
 class ServerRestarts:
     """MUFC's server clustering: KMeans(n_init=10) on ~500 weighted points (occupied bins), at
     the Gaussian (d = 10, k = 10) and FEMNIST (d = 784, k = 62) shapes of the MUFC paper; the
@@ -94,13 +100,35 @@ class ServerRestarts:
 
     def setup(self, d_k):
         _warm()
-        d, k = d_k
-        X, _, _ = fedcore.datasets.make_gaussian_mixture(500, d, k, cluster_std=0.1,
-                                                         random_state=0)
-        self.X = X
-        self.w = np.random.default_rng(0).integers(1, 120, size=500).astype(np.float64)
-        self.k = k
-        fedcore.KMeans(k, n_init=2, random_state=0).fit(X, sample_weight=self.w)
+        self.X, self.w = _server_points(*d_k)
+        self.k = d_k[1]
+        fedcore.KMeans(self.k, n_init=2, random_state=0).fit(self.X, sample_weight=self.w)
 
     def time_fit_n_init_10(self, d_k):
         fedcore.KMeans(self.k, n_init=10, random_state=0).fit(self.X, sample_weight=self.w)
+
+
+class ServerRefit:
+    """MUFC's exact server update after a one-point removal (``server_update="exact"``): the 10
+    restarts of :class:`ServerRestarts` re-fitted by coupling with their previous runs. Each
+    timed call changes one weight by one (alternately down and back up)."""
+    params = ([(10, 10), (784, 62)],)
+    param_names = ["d_k"]
+    timeout = 600
+
+    def setup(self, d_k):
+        from fedcore.algorithms._coupled import CoupledKMeans
+        _warm()
+        X, w = _server_points(*d_k)
+        k = d_k[1]
+        self.X, self.keys = X, np.arange(500)
+        w2 = w.copy()
+        w2[17] -= 1
+        self.weights, self.turn = (w, w2), 0
+        self.rng = np.random.default_rng(0)
+        self.model = CoupledKMeans(k, n_init=10).fit(self.keys, X, w, self.rng)
+        self.time_refit_one_removal(d_k)
+
+    def time_refit_one_removal(self, d_k):
+        self.turn ^= 1
+        self.model.refit(self.keys, self.X, self.weights[self.turn], self.rng)

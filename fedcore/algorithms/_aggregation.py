@@ -4,6 +4,7 @@ import time
 import numpy as np
 
 from ..federation.ledger import SERVER
+from ._rows import add_sparse
 
 __all__ = ["PlainAggregator", "SCMAAggregator", "sum_sparse"]
 
@@ -74,8 +75,10 @@ class SCMAAggregator:
             try:
                 change_bins, change = self.server.decode_change(
                     total, previous, max_changes=self._max_changes, round=round)
-                bins, counts = sum_sparse([(old_bins, old_counts),
-                                           (change_bins.reshape(-1, old_bins.shape[1]), change)])
+                change_bins = np.asarray(change_bins, np.int64).reshape(-1, old_bins.shape[1])
+                summed = add_sparse(old_bins, old_counts, change_bins, change)
+                bins, counts = summed if summed is not None else sum_sparse(
+                    [(old_bins, old_counts), (change_bins, change)])
                 if (counts < 0).any():
                     bins = None
             except SCMADecodeError:

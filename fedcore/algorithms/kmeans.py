@@ -20,7 +20,7 @@ from ._base import BaseEstimator, check_is_fitted
 __all__ = ["kmeans_plusplus", "KMeans"]
 
 
-def _kmeans_plusplus(X, weights, uniforms, prefix=()):
+def _kmeans_plusplus(X, weights, uniforms, prefix=(), trace=None):
     """k-means++ on validated input; one uniform per drawn center. Returns (rows, labels, mind).
 
     ``prefix`` rows are taken as the first centers without drawing (exact unlearning keeps the
@@ -30,6 +30,10 @@ def _kmeans_plusplus(X, weights, uniforms, prefix=()):
     Rows of weight 0 are never drawn, which is how removed rows are excluded.
 
     ``labels`` is the first nearest center in seeding order, ``mind`` the squared distance to it.
+    ``trace = (totals, d2)``, two float64 (k,) arrays, receives for every center ``t`` the total
+    ``sum_y w(y) d^2(y, C)`` it was drawn against (the total weight for ``t = 0``) and its own
+    ``d^2(x, C)`` (1 for ``t = 0``): what :mod:`fedcore.algorithms._coupled` needs to redraw
+    exactly after the weights change.
     """
     n, d = X.shape
     k = len(prefix) + len(uniforms)
@@ -40,17 +44,21 @@ def _kmeans_plusplus(X, weights, uniforms, prefix=()):
     gaps = np.empty(k)
     sums = np.empty(n_chunks(n))
     for t in range(k):
+        if t == 0:
+            chunk_sums(weights, sums)
         if t < len(prefix):
             row = int(prefix[t])
         else:
             u = float(uniforms[t - len(prefix)])
             if t == 0:
-                chunk_sums(weights, sums)
                 row = pick_index(weights, sums, u)
             elif sums.max() > 0.0:
                 row = pick_product(weights, mind, sums, u)
             else:  # degenerate rule: by weight among rows not yet chosen
                 row = _pick_unchosen(weights, rows[:t], u)
+        if trace is not None:
+            trace[0][t] = sums.sum()
+            trace[1][t] = 1.0 if t == 0 else mind[row]
         rows[t] = row
         centers[t] = X[row]
         center_gaps(centers, t, gaps)
@@ -330,12 +338,18 @@ def _lloyd(X, weights, centers, max_iter, tol):
     centers = np.array(centers, dtype=np.float64, order="C")
     labels = np.empty(n, dtype=np.int64)
     distances = np.empty(n)
-    # Distances are at most 2 sqrt(d) max|coordinate|; rounding in the bounds is far below this.
-    margin = 1e-9 * 2.0 * np.sqrt(d) * max(float(np.abs(X).max()), float(np.abs(centers).max()))
     screen = _screens(d, centers.shape[0])
     X64 = np.ascontiguousarray(X, dtype=np.float64) if screen else np.empty((0, 0))
-    inertia, n_iter = lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances, X64)
+    inertia, n_iter = lloyd_run(X, weights, centers, max_iter, tol, _margin(X, centers), labels,
+                                distances, X64)
     return centers, labels, float(inertia), int(n_iter)
+
+
+def _margin(X, centers):
+    """Slack of Lloyd's bound tests: distances are at most 2 sqrt(d) max|coordinate|; rounding in
+    the bounds is far below 1e-9 of that."""
+    scale = max(float(np.abs(X).max()), float(np.abs(centers).max()))
+    return 1e-9 * 2.0 * np.sqrt(X.shape[1]) * scale
 
 
 _POOL = None

@@ -8,6 +8,7 @@ from .._validation import check_array, check_int, check_random_state, check_scal
 from ..federation.ledger import SERVER, CommLedger
 from . import _aggregation
 from ._base import BaseEstimator, check_is_fitted
+from ._coupled import CoupledKMeans
 from ._quantize import Quantizer
 from .kmeans import KMeans, assign
 from .unlearning import UnlearnableKMeans
@@ -66,9 +67,16 @@ class MUFC(BaseEstimator):
         avoid it).
     random_phase : bool, default=False
         Shift the grid by a uniform random phase (Appendix H footnote).
-    server_update : "exact" or "lazy"
-        "exact" (default): after every removal the server re-clusters the new aggregate with fresh
-        randomness, so the model is distributed exactly as a fit on the remaining data. "lazy":
+    server_update : "exact", "retrain" or "lazy"
+        "exact" (default) and "retrain": after every removal the server re-clusters the new
+        aggregate with fresh randomness, so the model is distributed exactly as a fit on the
+        remaining data. "retrain" runs ``server_n_init`` new k-means++ and Lloyd runs; "exact"
+        (with ``server_data="weighted"``) couples each run with its previous one instead
+        (:class:`~fedcore.algorithms._coupled.CoupledKMeans`): each seed is kept with probability
+        ``min(1, Q/P)`` of its new and old D^2 probabilities, else it and the later seeds are
+        redrawn, which gives exactly k-means++'s distribution on the new aggregate; Lloyd from
+        kept seeds is replayed from the previous run's bounds, same bits as a new run. A one-point
+        removal then costs the server O(n d) per Lloyd iteration instead of a new fit. "lazy":
         the server keeps its centers when no client re-seeded (the paper's measurement); not exact.
     random_state : None, int or numpy.random.Generator
 
@@ -132,6 +140,7 @@ class MUFC(BaseEstimator):
         rng = check_random_state(self.random_state)
         client_rngs = rng.spawn(sizes.shape[0])
         self._server_rng = rng.spawn(1)[0]
+        self._coupled = None
         self.comm_ = CommLedger()
         self.n_rounds_ = 0
         self._quantizer = self._make_quantizer(int(sizes.sum()), n_features, boxes, rng)
@@ -158,8 +167,8 @@ class MUFC(BaseEstimator):
         if self.server_data not in ("weighted", "uniform"):
             raise ValueError("Argument 'server_data' must be 'weighted' or 'uniform', got "
                              f"{self.server_data!r}")
-        if self.server_update not in ("exact", "lazy"):
-            raise ValueError("Argument 'server_update' must be 'exact' or 'lazy', got "
+        if self.server_update not in ("exact", "retrain", "lazy"):
+            raise ValueError("Argument 'server_update' must be 'exact', 'retrain' or 'lazy', got "
                              f"{self.server_update!r}")
 
     def _make_quantizer(self, n, n_features, boxes, rng):
@@ -204,7 +213,8 @@ class MUFC(BaseEstimator):
             timings["server_cluster"] = time.perf_counter() - t0
 
     def _server_cluster(self, bins, counts):
-        """k-means++ and Lloyd on the aggregate (Alg. 1 lines 6-7), fresh randomness each time."""
+        """k-means++ and Lloyd on the aggregate (Alg. 1 lines 6-7), fresh randomness each time
+        (coupled with the previous runs when ``server_update="exact"``)."""
         rng = self._server_rng
         if self.server_data == "uniform":
             points = self._quantizer.sample(bins, counts, rng)
@@ -212,6 +222,16 @@ class MUFC(BaseEstimator):
         else:
             points = self._bin_points(bins)
             weights = counts.astype(np.float64)
+            coupled = (self.server_update == "exact" and points.shape[0] >= self._k
+                       and np.issubdtype(bins.dtype, np.integer))
+            if coupled:
+                if self._coupled is None:
+                    self._coupled = CoupledKMeans(self._k, self.server_n_init).fit(
+                        bins, points, weights, rng)
+                else:
+                    self._coupled.refit(bins, points, weights, rng)
+                return self._coupled.cluster_centers_
+            self._coupled = None
             if points.shape[0] < self._k:  # integer weights are multiplicities
                 points = np.repeat(points, counts, axis=0)
                 weights = None
@@ -224,7 +244,7 @@ class MUFC(BaseEstimator):
 
         The client runs Alg. 3; every participant re-sends with fresh masks (the server cannot
         tell which client changed) and the server re-clusters the new sum with fresh randomness
-        (``server_update="exact"``). Atomic: on error nothing changes. Returns a
+        (``server_update="exact"`` or ``"retrain"``). Atomic: on error nothing changes. Returns a
         :class:`MUFCRemovalReport`.
         """
         check_is_fitted(self, "_clients")
@@ -236,7 +256,7 @@ class MUFC(BaseEstimator):
         result = self._clients[l].remove(ids)
         self._vectors[l] = self._client_vector(l)
         timings["client_unlearn"] = time.perf_counter() - t0
-        recluster = self.server_update == "exact" or result.retrained
+        recluster = self.server_update != "lazy" or result.retrained
         self.n_rounds_ += 1
         self._aggregate_and_cluster(recluster, timings)
         return MUFCRemovalReport(result.retrained, recluster, result.n_removed, timings)

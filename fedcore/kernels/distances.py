@@ -12,7 +12,8 @@ from numba import njit, prange
 from .._config import CHUNK_SIZE, NUMBA_CACHE
 from ._parallel import chunked_kernel
 
-__all__ = ["row_distances", "nearest_center", "pairwise_sq_distances", "assign_nearest"]
+__all__ = ["row_distances", "own_distance", "nearest_center", "pairwise_sq_distances",
+           "assign_nearest"]
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
@@ -25,6 +26,17 @@ def row_distances(X, i, centers_t, out):
         for j in range(k):
             t = xf - centers_t[f, j]
             out[j] += t * t
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def own_distance(X, i, centers, a):
+    """Squared distance from ``X[i]`` to ``centers[a]`` (centers (k, d)): the same bits as
+    :func:`row_distances` computes for that center."""
+    acc = 0.0
+    for f in range(X.shape[1]):
+        t = np.float64(X[i, f]) - centers[a, f]
+        acc += t * t
+    return acc
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")

@@ -433,12 +433,13 @@ def add_into(acc, x, p):
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def sum_rows(rows, p, out):
-    """OUT ``out`` int64 (m,): column sums mod p of ``rows`` int64 (r, m); returns -1, or the
-    first row holding an entry outside [0, p) (then ``out`` is unspecified)."""
+    """OUT ``out`` int64 (m,): column sums mod p of ``rows`` int64 or uint64 (r, m); returns -1,
+    or the first row holding an entry outside [0, p) (then ``out`` is unspecified). uint64
+    entries >= 2^63 wrap to negative int64 and are refused."""
     out[:] = 0
     for r in range(rows.shape[0]):
         for i in range(rows.shape[1]):
-            v = rows[r, i]
+            v = np.int64(rows[r, i])
             if v < 0 or v >= p:
                 return r
             out[i] = addmod(out[i], v, p)

@@ -17,30 +17,25 @@ from numba import njit, prange
 
 from .._config import CHUNK_SIZE, NUMBA_CACHE
 from ._parallel import chunked_kernel
-from .distances import row_distances
+from .distances import own_distance, row_distances
+from .lloyd_replay import (center_moves, grow_trace, mark_dirty, prime_bounds, sparse_estep,
+                           sparse_sums)
 
-__all__ = ["lloyd_iteration", "half_separation", "relocate_empty", "lloyd_run"]
-
-
-@njit(cache=NUMBA_CACHE, nogil=True)
-def _own_distance(X, i, centers, a):
-    acc = 0.0
-    for f in range(X.shape[1]):
-        t = np.float64(X[i, f]) - centers[a, f]
-        acc += t * t
-    return acc
+__all__ = ["lloyd_iteration", "half_separation", "relocate_empty", "lloyd_run", "lloyd_core"]
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def _screened_nearest(X, i, centers, dots, norms, center_norms, buf):
-    """``(a, dist)`` of row ``i`` as the exact scan finds them, from a BLAS product.
+    """``(a, dist, second)`` of row ``i``: nearest center and squared distance as the exact scan
+    finds them, and a lower bound on the squared distance to every other center, from a BLAS
+    product.
 
     ``dots[i, j]`` is ``X[i] . centers[j]`` in any summation order; then
     ``norms[i] - 2 dots[i, j] + center_norms[j]`` is within ``e_j = 4 (d + 2) u (|x| + |c_j|)^2``
     of the exact kernel's squared distance (u = 2^-53; dot products of length d err by at most
     ``d u |x| |c|``, the exact sum by ``d u`` relative). Only centers whose interval can reach the
-    smallest upper bound get their exact distance (:func:`_own_distance`, same bits as
-    :func:`row_distances`); every exact minimum is among them, so ``a`` (lowest index on ties)
+    smallest upper bound get their exact distance (:func:`~fedcore.kernels.distances.own_distance`,
+    same bits as :func:`row_distances`); every exact minimum is among them, so ``a`` (lowest index on ties)
     and ``dist`` equal the exact scan's.
     """
     k = centers.shape[0]
@@ -56,11 +51,15 @@ def _screened_nearest(X, i, centers, dots, norms, center_norms, buf):
     dist = np.inf
     for j in range(k):
         if buf[j] <= best_upper:
-            exact = _own_distance(X, i, centers, j)
-            if exact < dist:
-                dist = exact
+            buf[j] = own_distance(X, i, centers, j)
+            if buf[j] < dist:
+                dist = buf[j]
                 a = j
-    return a, dist
+    second = np.inf
+    for j in range(k):
+        if j != a and buf[j] < second:
+            second = buf[j]
+    return a, dist, second
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
@@ -84,12 +83,16 @@ def _chunk_pass(X, weights, centers, centers_t, half_sep, margin, use_bounds, la
         dist = 0.0
         if use_bounds and not screen and lower[i] > 0.0:
             a = labels[i]
-            dist = _own_distance(X, i, centers, a)
+            dist = own_distance(X, i, centers, a)
             bound = max(lower[i], half_sep[a])
             skip = np.sqrt(dist) + margin < bound
-        if screen:  # screened iterations use no bounds (skip stays False)
-            a, dist = _screened_nearest(X, i, centers, dots, norms, center_norms, buf)
+            if skip:  # |x - c_j| >= |c_a - c_j| - |x - c_a| >= 2 half_sep[a] - |x - c_a|
+                lower[i] = max(lower[i], 2.0 * half_sep[a] - np.sqrt(dist))
+        if screen:  # screened iterations use no bounds (skip stays False) but leave one
+            a, dist, second = _screened_nearest(X, i, centers, dots, norms, center_norms, buf)
             labels[i] = a
+            if use_bounds:
+                lower[i] = np.sqrt(max(second, 0.0))
         elif not skip:
             row_distances(X, i, centers_t, buf)
             a = 0
@@ -232,23 +235,43 @@ def relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sum
         lower[row] = 0.0
 
 
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _row_norms(X64):
+    norms = np.empty(X64.shape[0])
+    for i in range(X64.shape[0]):
+        norms[i] = np.sum(X64[i] * X64[i])
+    return norms
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _all_sums(X, weights, labels, center_sums, weight_sums):
+    """M-step sums of every cluster, row by row: the one-chunk pass's bits."""
+    center_sums[:] = 0.0
+    weight_sums[:] = 0.0
+    for i in range(X.shape[0]):
+        a = labels[i]
+        weight_sums[a] += weights[i]
+        for f in range(X.shape[1]):
+            center_sums[a, f] += weights[i] * np.float64(X[i, f])
+
+
 @chunked_kernel
-def lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances, X64):
-    """Weighted Lloyd from ``centers`` until convergence; returns ``(inertia, n_iter)``.
+def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, X64, trace, prior):
+    """:func:`lloyd_run` that records its E-steps (``trace``) and replays a prior run's
+    (``prior``); the results are the same bits either way. Returns ``(inertia, n_iter, trace)``.
 
-    ``X64`` is empty (0, 0) or ``X`` itself as float64 (C order); in the latter case each E-step
-    screens rows with one BLAS product ``X64 @ centers.T`` and computes exact distances to the few centers it
-    cannot rule out (:func:`_screened_nearest`), same bits as the plain scan. Worth it when
-    ``d * k`` is large (hundreds of features, tens of centers).
+    ``trace = (labels, lower, dist, centers, moved)``: int64 (m, n), float64 (m, n), float64 (m, n),
+    float64 (m, k, d), bool (m,), with m = 0 (no record) or any initial capacity (doubled as
+    needed). Row ``t`` gets, after E-step ``t`` and the relocation of empty clusters, the labels, a
+    lower bound on each row's distance to its other centers, the squared distances, the centers
+    of E-step ``t`` and whether a cluster was empty. The returned trace has ``n_iter + 1`` rows.
 
-    IN/OUT ``centers`` float64 (k, d): initial, then final centers. OUT ``labels`` int64 (n,),
-    ``distances`` float64 (n,) for the final centers. Each iteration is the E-step of
-    the bounded chunk pass, then :func:`relocate_empty`, then the mean update. Stops when
-    the labels no longer change (strict convergence), when the squared center shift is at most
-    ``tol`` (absolute), or after ``max_iter`` iterations, as scikit-learn's Lloyd; a last
-    E-step gives labels and inertia for the final centers. The whole loop is compiled because the
-    servers and clients of federated methods run many small problems, where per-iteration
-    interpreter overhead would dominate.
+    ``prior = (weights, labels, lower, dist, centers, moved, rows, gone)``: the old weights and the
+    trace of a run from the same initial centers (``labels`` with 0 rows: no prior); ``rows[i]``
+    the prior row of row ``i`` or -1, ``gone`` the prior rows absent now. E-steps are replayed
+    (:mod:`fedcore.kernels.lloyd_replay`) until the prior's last one or its first empty cluster;
+    with one chunk of rows in both runs only the rows and clusters touched by the change are
+    recomputed.
     """
     n, d = X.shape
     k = centers.shape[0]
@@ -261,44 +284,94 @@ def lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances, X64
     lower = np.zeros(n)
     center_sums = np.empty((k, d))
     weight_sums = np.empty(k)
-    half_sep = np.empty(k)
+    half_sep = np.zeros(k)
     screen = X64.shape[0] > 0
-    norms = np.empty(X64.shape[0])
-    for i in range(X64.shape[0]):
-        norms[i] = np.sum(X64[i] * X64[i])
+    norms = np.empty(0)  # of the rows, at the first screened E-step
     center_norms = np.empty(k)
-    dots = np.empty((0, 0))
+    no_dots = np.empty((0, 0))
+    record = trace[0].shape[0] > 0
+    p_weights, p_labels, p_lower, p_dist, p_centers, p_moved, p_rows, p_gone = prior
+    n_prior = p_labels.shape[0]
+    one_chunk = n <= CHUNK_SIZE and p_weights.shape[0] <= CHUNK_SIZE
+    moves = np.empty(k)
+    dirty = np.ones(k, dtype=np.bool_)
+    buf = np.empty(k)
     n_iter = 0
     inertia = 0.0
     for it in range(max_iter + 1):
-        if not screen:  # screened rows need no bound (and this costs k^2 d / 2)
-            half_separation(centers, half_sep)
+        replay = it < n_prior
+        sparse = replay and one_chunk
         centers_t = np.ascontiguousarray(centers.T)
-        if screen:
-            dots = np.dot(X64, centers_t)
+        if replay:
+            top, top_j, runner = center_moves(centers, p_centers[it], moves)
+            if sparse:
+                sparse_estep(X, centers, centers_t, moves, top_j, top, runner, p_labels[it],
+                             p_lower[it], p_dist[it], p_rows, margin, labels, lower, distances,
+                             buf)
+                inertia = 0.0
+                for i in range(n):
+                    inertia += weights[i] * distances[i]
+            else:
+                prime_bounds(moves, top_j, top, runner, p_labels[it], p_lower[it], p_rows,
+                             labels, lower)
+        if not sparse:
+            if not screen:  # screened rows need no bound (and this costs k^2 d / 2)
+                half_separation(centers, half_sep)
+            dots = no_dots
+            if screen and not replay:
+                if norms.shape[0] == 0:
+                    norms = _row_norms(X64)
+                dots = np.dot(X64, centers_t)
+                for j in range(k):
+                    center_norms[j] = np.sum(centers[j] * centers[j])
+            for c in prange(n_chunks):
+                _chunk_pass(X, weights, centers, centers_t, half_sep, margin, True, labels,
+                            lower, distances, part_sums, part_weights, part_inertia, c, dots,
+                            norms, center_norms)
+            inertia = _merge(part_sums, part_weights, part_inertia, center_sums, weight_sums)
+        # Clusters of a sparse replay that are clean take the prior's next center (same bits,
+        # unless a relocation made it).
+        take_prior = sparse and it < max_iter and it + 1 < n_prior and not p_moved[it]
+        if take_prior:
+            mark_dirty(weights, p_weights, p_rows, p_gone, labels, p_labels[it], dirty)
+            take_prior = sparse_sums(X, weights, labels, dirty, center_sums, weight_sums)
+        if sparse and not take_prior and it < max_iter:
+            _all_sums(X, weights, labels, center_sums, weight_sums)
+        moved = False
+        if it < max_iter and not take_prior:
             for j in range(k):
-                center_norms[j] = np.sum(centers[j] * centers[j])
-        for c in prange(n_chunks):
-            _chunk_pass(X, weights, centers, centers_t, half_sep, margin, True, labels, lower,
-                        distances, part_sums, part_weights, part_inertia, c, dots, norms,
-                        center_norms)
-        inertia = _merge(part_sums, part_weights, part_inertia, center_sums, weight_sums)
+                moved = moved or weight_sums[j] == 0.0
+            relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sums)
+        if record:
+            trace = grow_trace(trace, it)
+            trace[0][it] = labels
+            trace[1][it] = lower
+            trace[2][it] = distances
+            trace[3][it] = centers
+            trace[4][it] = moved
         if it == max_iter:  # the final E-step for the final centers
             break
         n_iter = it + 1
-        relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sums)
         shift = 0.0
         max_drift = 0.0
         for j in range(k):
-            if weight_sums[j] > 0.0:
+            if take_prior and not dirty[j]:
+                drift = 0.0
+                for f in range(d):
+                    t = p_centers[it + 1, j, f] - centers[j, f]
+                    drift += t * t
+                    centers[j, f] = p_centers[it + 1, j, f]
+            elif weight_sums[j] > 0.0:
                 drift = 0.0
                 for f in range(d):
                     new = center_sums[j, f] / weight_sums[j]
                     t = new - centers[j, f]
                     drift += t * t
                     centers[j, f] = new
-                shift += drift
-                max_drift = max(max_drift, np.sqrt(drift))
+            else:
+                continue
+            shift += drift
+            max_drift = max(max_drift, np.sqrt(drift))
         for i in range(n):
             lower[i] -= max_drift
         same = True
@@ -310,4 +383,36 @@ def lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances, X64
             max_iter = it + 1  # one more pass: the final E-step
         else:
             labels_old[:] = labels
+    m = n_iter + 1 if record else 0
+    return inertia, n_iter, (trace[0][:m], trace[1][:m], trace[2][:m], trace[3][:m],
+                             trace[4][:m])
+
+
+_NO_TRACE = (np.empty((0, 0), dtype=np.int64), np.empty((0, 0)), np.empty((0, 0)),
+             np.empty((0, 0, 0)), np.empty(0, dtype=np.bool_))
+_NO_PRIOR = (np.empty(0), np.empty((0, 0), dtype=np.int64), np.empty((0, 0)), np.empty((0, 0)),
+             np.empty((0, 0, 0)), np.empty(0, dtype=np.bool_), np.empty(0, dtype=np.int64),
+             np.empty(0, dtype=np.int64))
+
+
+def lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances, X64):
+    """Weighted Lloyd from ``centers`` until convergence; returns ``(inertia, n_iter)``.
+
+    ``X64`` is empty (0, 0) or ``X`` itself as float64 (C order); in the latter case each E-step
+    screens rows with one BLAS product ``X64 @ centers.T`` and computes exact distances to the
+    few centers it cannot rule out (:func:`_screened_nearest`), same bits as the plain scan.
+    Worth it when ``d * k`` is large (hundreds of features, tens of centers).
+
+    IN/OUT ``centers`` float64 (k, d): initial, then final centers. OUT ``labels`` int64 (n,),
+    ``distances`` float64 (n,) for the final centers. Each iteration is the E-step of
+    the bounded chunk pass, then :func:`relocate_empty`, then the mean update. Stops when
+    the labels no longer change (strict convergence), when the squared center shift is at most
+    ``tol`` (absolute), or after ``max_iter`` iterations, as scikit-learn's Lloyd; a last
+    E-step gives labels and inertia for the final centers. The whole loop is compiled because the
+    servers and clients of federated methods run many small problems, where per-iteration
+    interpreter overhead would dominate. :func:`lloyd_core` is the same loop with a record and
+    replay of its E-steps.
+    """
+    inertia, n_iter, _ = lloyd_core(X, weights, centers, max_iter, tol, margin, labels,
+                                    distances, X64, _NO_TRACE, _NO_PRIOR)
     return inertia, n_iter

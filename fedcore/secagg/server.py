@@ -69,6 +69,13 @@ class SCMAServer:
     # ------------------------------------------------------------------ aggregation
     def _collect(self, messages, participants, round):
         s = self.setup
+        if isinstance(messages, Mapping) and messages.keys() == set(participants):
+            arrays = [messages[k] for k in participants]  # the common case, checked here
+            if all(isinstance(a, np.ndarray) and a.shape == (s.message_length,)
+                   and a.dtype.kind in "iu" for a in arrays):
+                rows = np.array(arrays)  # int64, or uint64 (float64 when mixed: refused below)
+                if rows.dtype.kind in "iu":
+                    return self._sum(rows, participants)
         if isinstance(messages, Mapping):
             keys = set()
             for k in messages:
@@ -102,11 +109,15 @@ class SCMAServer:
                 raise TypeError(f"The message of client {cid} must hold integers, got dtype "
                                 f"{arr.dtype}")
             rows[r] = arr  # uint64 values >= 2**63 wrap to negatives, refused below
-        total = np.empty(s.message_length, dtype=np.int64)
-        bad = sum_rows(rows, s.prime, total)
+        return self._sum(rows, [cid for cid, _ in items])
+
+    def _sum(self, rows, senders):
+        """Column sums of the int64 or uint64 ``rows`` mod p; every entry must lie in [0, p)."""
+        total = np.empty(self.setup.message_length, dtype=np.int64)
+        bad = sum_rows(rows, self.setup.prime, total)
         if bad >= 0:
-            raise ValueError(f"The message of client {items[bad][0]} has entries outside "
-                             f"[0, {s.prime})")
+            raise ValueError(f"The message of client {senders[bad]} has entries outside "
+                             f"[0, {self.setup.prime})")
         return total
 
     def aggregate(self, messages, *, round, participants=None, ledger=None):

@@ -334,7 +334,7 @@ class _Server:
                     content["remove"] = arrays_record(ids=np.asarray(ids, dtype=np.int64))
                 contents[self.node_of[l]] = content
             n_removed = len(ids)
-            result = self._collect(contents, r, recluster=m.server_update == "exact",
+            result = self._collect(contents, r, recluster=m.server_update != "lazy",
                                    removal=client)
             self.sizes[client] -= n_removed
         return self._publish(result, n_removed)

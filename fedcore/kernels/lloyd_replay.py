@@ -1,0 +1,143 @@
+"""Replaying a recorded Lloyd run on slightly changed data (the prior of ``lloyd_core``).
+
+A prior run from the same initial centers recorded, for every E-step ``t``, its centers ``C_t``,
+each row's label, squared distance to its center and a lower bound on the distance to every
+other center. At E-step ``t`` of the new run, with centers ``C'_t``, each center has moved by
+``delta_j = |C'_t,j - C_t,j|``, so a recorded lower bound minus ``max_{j != a} delta_j`` still
+bounds the distance from the row to its other centers (triangle inequality): where it exceeds
+the row's own distance, the label is unchanged and no other distance is needed.
+
+With one chunk of rows in both runs, clusters are summed row by row in one pass, so a cluster with
+the same members, weights and order in both runs ("clean") gets the same sums and the same center
+bits. Only rows and clusters touched by the change ("dirty") are then recomputed: an iteration
+costs O(k d + n + d * rows of dirty clusters), against O(n k d) for a full E-step.
+"""
+import numpy as np
+from numba import njit
+
+from .._config import NUMBA_CACHE
+from .distances import own_distance, row_distances
+
+__all__ = ["center_moves", "prime_bounds", "sparse_estep", "mark_dirty", "sparse_sums",
+           "grow_trace"]
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def center_moves(centers, old_centers, moves):
+    """OUT ``moves`` (k,): ``|centers[j] - old_centers[j]|``. Returns ``(top, top_j, runner)``,
+    the largest move, its center and the second largest, so ``max_{j != a}`` is one test."""
+    k, d = centers.shape
+    top, top_j, runner = 0.0, -1, 0.0
+    for j in range(k):
+        acc = 0.0
+        for f in range(d):
+            t = centers[j, f] - old_centers[j, f]
+            acc += t * t
+        moves[j] = np.sqrt(acc)
+        if moves[j] > top:
+            top, top_j, runner = moves[j], j, top
+        elif moves[j] > runner:
+            runner = moves[j]
+    return top, top_j, runner
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def prime_bounds(moves, top_j, top, runner, old_labels, old_lower, rows, labels, lower):
+    """Hamerly bounds of this E-step from the prior's: ``rows[i]`` is row ``i``'s prior row (-1:
+    none, bound 0, the row is scanned)."""
+    for i in range(rows.shape[0]):
+        o = rows[i]
+        lower[i] = 0.0
+        if o >= 0:
+            a = old_labels[o]
+            labels[i] = a
+            bound = old_lower[o] - (runner if a == top_j else top)
+            if bound > 0.0:
+                lower[i] = bound
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def sparse_estep(X, centers, centers_t, moves, top_j, top, runner, old_labels, old_lower,
+                 old_dist, rows, margin, labels, lower, distances, buf):
+    """E-step of every row from the prior's (one chunk): a row whose center did not move and whose
+    bound holds keeps its label and distance bits without touching X; one whose center moved
+    recomputes its own distance; a row that fails (or is new) is scanned in full."""
+    k = centers.shape[0]
+    for i in range(X.shape[0]):
+        o = rows[i]
+        if o >= 0:
+            a = old_labels[o]
+            bound = old_lower[o] - (runner if a == top_j else top)
+            if moves[a] == 0.0 and np.sqrt(old_dist[o]) + margin < bound:
+                labels[i], lower[i], distances[i] = a, bound, old_dist[o]
+                continue
+            if bound > 0.0:
+                dist = own_distance(X, i, centers, a)
+                if np.sqrt(dist) + margin < bound:
+                    labels[i], lower[i], distances[i] = a, bound, dist
+                    continue
+        row_distances(X, i, centers_t, buf)
+        a, dist, second = 0, buf[0], np.inf
+        for j in range(1, k):
+            if buf[j] < dist:
+                second, dist, a = dist, buf[j], j
+            elif buf[j] < second:
+                second = buf[j]
+        labels[i], lower[i], distances[i] = a, np.sqrt(second), dist
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def mark_dirty(weights, old_weights, rows, gone, labels, old_labels, dirty):
+    """OUT ``dirty`` (k,) bool: clusters whose members or member weights differ from the prior's
+    at this E-step (``gone``: prior rows absent now)."""
+    dirty[:] = False
+    for i in range(rows.shape[0]):
+        o = rows[i]
+        if o < 0:
+            dirty[labels[i]] = True
+        elif labels[i] != old_labels[o] or weights[i] != old_weights[o]:
+            dirty[labels[i]] = True
+            dirty[old_labels[o]] = True
+    for g in gone:
+        dirty[old_labels[g]] = True
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def sparse_sums(X, weights, labels, dirty, center_sums, weight_sums):
+    """M-step sums of the dirty clusters, accumulated row by row as the one-chunk pass does (same
+    bits). Returns False when one of them is empty (the caller then sums every cluster)."""
+    for j in range(dirty.shape[0]):
+        if dirty[j]:
+            center_sums[j] = 0.0
+            weight_sums[j] = 0.0
+    for i in range(X.shape[0]):
+        a = labels[i]
+        if dirty[a]:
+            w = weights[i]
+            weight_sums[a] += w
+            for f in range(X.shape[1]):
+                center_sums[a, f] += w * np.float64(X[i, f])
+    for j in range(dirty.shape[0]):
+        if dirty[j] and weight_sums[j] == 0.0:
+            return False
+    return True
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def grow_trace(trace, it):
+    """The trace with room for E-step ``it`` (capacity doubled when full)."""
+    t_labels, t_lower, t_dist, t_centers, t_moved = trace
+    if it < t_labels.shape[0]:
+        return trace
+    m = 2 * t_labels.shape[0]
+    labels = np.empty((m, t_labels.shape[1]), dtype=t_labels.dtype)
+    lower = np.empty((m, t_lower.shape[1]))
+    dist = np.empty((m, t_dist.shape[1]))
+    centers = np.empty((m, t_centers.shape[1], t_centers.shape[2]))
+    moved = np.empty(m, dtype=np.bool_)
+    labels[:it] = t_labels[:it]
+    lower[:it] = t_lower[:it]
+    dist[:it] = t_dist[:it]
+    centers[:it] = t_centers[:it]
+    moved[:it] = t_moved[:it]
+    return labels, lower, dist, centers, moved
