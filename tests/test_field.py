@@ -124,7 +124,13 @@ def test_sum_rows_is_the_column_sum_mod_p_and_names_the_first_bad_row(p, data):
     out = np.empty(m, dtype=np.int64)
     assert F.sum_rows(rows, p, out) == -1
     assert [int(v) for v in out] == [sum(int(x) for x in rows[:, i]) % p for i in range(m)]
+    out_u = np.empty(m, dtype=np.int64)  # uint64 messages, as clients send them: same sums
+    assert F.sum_rows(rows.astype(np.uint64), p, out_u) == -1
+    np.testing.assert_array_equal(out_u, out)
     if r and m:
+        unsigned = rows.astype(np.uint64)
+        unsigned[data.draw(st.integers(0, r - 1)), 0] = np.uint64(2**63 + 5)  # wraps negative
+        assert F.sum_rows(unsigned, p, out_u) >= 0
         bad_row = data.draw(st.integers(0, r - 1))
         rows[bad_row, data.draw(st.integers(0, m - 1))] = data.draw(st.sampled_from([-1, p]))
         assert F.sum_rows(rows, p, out) == bad_row

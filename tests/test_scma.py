@@ -298,6 +298,18 @@ def test_encoding_twice_for_a_round_raises_and_precomputed_masks():
     assert bins.tolist() == [3, 8] and counts.tolist() == [3, 1]
 
 
+def test_participants_are_checked_on_every_path():
+    setup = SCMASetup(5, 4, prime=101, index_space=50, random_state=0)
+    assert setup.check_participants((0, 2, 4)) == (0, 2, 4)  # canonical: returned as is
+    assert setup.check_participants([4, np.int64(0), 2]) == (0, 2, 4)
+    for bad, error in (((2, 2), "repeats"), ((0, 5), "participants"), ((-1, 2), "participants"),
+                       ((), "at least one"), ((2, 0, 2), "repeats")):
+        with pytest.raises(ValueError, match=error):
+            setup.check_participants(bad)
+    with pytest.raises(ValueError, match="encoding client 3"):
+        setup.check_participants((0, 2, 4), client_id=3)
+
+
 def test_server_names_missing_extra_and_malformed_messages():
     setup = SCMASetup(4, 4, prime=101, index_space=50, random_state=0)
     msgs = {l: SCMAClient(l, setup).encode([l], [1], round=0) for l in range(4)}
