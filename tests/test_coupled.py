@@ -150,7 +150,7 @@ def _bits(a):
 
 
 def _assert_same_run(replay, fresh_traced, fresh):
-    (c1, i1, n1, t1), (c2, i2, n2, t2) = replay, fresh_traced
+    (c1, i1, n1, t1), (_, i2, n2, t2) = replay, fresh_traced
     np.testing.assert_array_equal(_bits(c1), _bits(fresh[0]))
     assert _bits([i1]) == _bits([fresh[2]]) and n1 == fresh[3]
     assert n1 == n2 and _bits([i1]) == _bits([i2])

@@ -23,7 +23,7 @@ from fedcore.algorithms._cd_party import CDParty  # noqa: E402
 from fedcore.algorithms._cd_server import vertical_kmeans_plusplus  # noqa: E402
 from fedcore.algorithms.cdkm import BCDKM  # noqa: E402
 from fedcore.algorithms.fair import FairKMeans  # noqa: E402
-from fedcore.algorithms.kmeans import _kmeans_plusplus_lazy  # noqa: E402
+from fedcore.algorithms.kmeanspp import _kmeans_plusplus_lazy  # noqa: E402
 from fedcore.integrations.flower import FlowerRoundError  # noqa: E402
 from fedcore.integrations.flower import _f3km_node, f3km  # noqa: E402
 

@@ -21,8 +21,8 @@ from hypothesis.extra import numpy as hnp
 
 import fedcore
 from fedcore import _config
-from fedcore.algorithms.kmeans import (_kmeans_plusplus, _kmeans_plusplus_greedy,
-                                       _kmeans_plusplus_lazy, check_n_local_trials)
+from fedcore.algorithms.kmeanspp import (_kmeans_plusplus, _kmeans_plusplus_greedy,
+                                         _kmeans_plusplus_lazy, check_n_local_trials)
 from fedcore.kernels.seeding import candidate_potentials, n_chunks
 from tests.reference.greedy_seeding_reference import (candidate_potential_reference,
                                                       exact_greedy_kmeanspp_distribution,

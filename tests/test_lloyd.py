@@ -253,7 +253,7 @@ def test_lloyd_iteration_same_bits_one_and_two_threads(dtype):
 def test_kmeans_plusplus_kernel_same_bits_one_and_two_threads(dtype):
     X, w, _ = _threads_problem()
     X = X.astype(dtype)
-    kernel = importlib.import_module("fedcore.algorithms.kmeans")._kmeans_plusplus
+    kernel = importlib.import_module("fedcore.algorithms.kmeanspp")._kmeans_plusplus
     u = np.random.default_rng(1).random(9)
     one = _with_threads(1, lambda: tuple(np.asarray(a) for a in kernel(X, w, u)))
     two = _with_threads(2, lambda: tuple(np.asarray(a) for a in kernel(X, w, u)))

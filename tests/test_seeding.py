@@ -36,7 +36,7 @@ def _seeding():
 
 
 def _kmeans_plusplus_kernel():
-    return importlib.import_module("fedcore.algorithms.kmeans")._kmeans_plusplus
+    return importlib.import_module("fedcore.algorithms.kmeanspp")._kmeans_plusplus
 
 
 def _bits(a):
@@ -229,7 +229,7 @@ def test_kmeans_plusplus_labels_and_distances_equal_reference_for_its_centers(dt
     """The public seeding draws by rejection from stale D^2 bounds (a data-dependent number of
     uniforms), so its rows are checked in distribution below; for the rows it picks, every
     label and squared distance equals the bit-exact reference replay of those same rows."""
-    from fedcore.algorithms.kmeans import _kmeans_plusplus, _kmeans_plusplus_lazy
+    from fedcore.algorithms.kmeanspp import _kmeans_plusplus, _kmeans_plusplus_lazy
     rng = np.random.default_rng(11)
     X = (rng.normal(size=(60, 3)) * 10).astype(dtype)
     w = rng.random(60) * 3 if weighted else None

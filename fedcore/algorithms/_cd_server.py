@@ -13,7 +13,7 @@ import numpy as np
 from ..federation.ledger import SERVER
 from ..kernels import cd_kmeans as K
 from ..kernels.seeding import chunk_sums, n_chunks, pick_index, pick_product
-from .kmeans import _pick_unchosen
+from .kmeanspp import _pick_unchosen
 
 __all__ = ["SweepServer", "run_bcd", "run_admm", "penalty", "combine_balance",
            "vertical_kmeans_plusplus", "RTOL"]
@@ -232,7 +232,7 @@ def vertical_kmeans_plusplus(n, k, rng, distances, max_pending=32, max_rejection
     ``distances(t, row)`` returns the squared distances of all rows to row ``row`` (the parties'
     partial sums, added in party order): one round per center, row index down, n values up.
     The server makes the same draws, from the same uniforms of ``rng``, as
-    :func:`fedcore.algorithms.kmeans._kmeans_plusplus_lazy` on the joined rows: it keeps the
+    :func:`fedcore.algorithms.kmeanspp._kmeans_plusplus_lazy` on the joined rows: it keeps the
     stale D^2 bounds that algorithm samples from (refreshed at the same moments) beside the
     exact D^2, which here is always at hand. With one party the distances, and so the rows and
     labels, are the same bits; with several, the per-party partial sums round differently, so a

@@ -29,7 +29,8 @@ import numpy as np
 from ..kernels.distances import pairwise_sq_distances
 from ..kernels.lloyd import _NO_PRIOR, lloyd_core
 from ._rows import match_rows
-from .kmeans import _kmeans_plusplus, _margin, _screens, _tolerance
+from .kmeans import _margin, _screens, _tolerance
+from .kmeanspp import _kmeans_plusplus
 
 # Below this fraction of the old total the incremental new total could be mostly rounding: the
 # step is then computed in full.

@@ -18,11 +18,12 @@ def match_rows(old_keys, keys):
     if old_keys.shape[0] == 0:
         return np.full(keys.shape[0], -1)
     h_old, h_new = _row_hashes(old_keys), _row_hashes(keys)
-    order = np.argsort(h_old, kind="stable")
-    pos = np.minimum(np.searchsorted(h_old[order], h_new), old_keys.shape[0] - 1)
-    rows = np.where(h_old[order][pos] == h_new, order[pos], -1)
+    order = np.argsort(h_old)
+    h_sorted = h_old[order]
+    pos = np.minimum(np.searchsorted(h_sorted, h_new), old_keys.shape[0] - 1)
+    rows = np.where(h_sorted[pos] == h_new, order[pos], -1)
     hit = rows >= 0
-    if np.array_equal(old_keys[rows[hit]], keys[hit]) and np.unique(h_old).size == h_old.size:
+    if np.array_equal(old_keys[rows[hit]], keys[hit]) and not (h_sorted[1:] == h_sorted[:-1]).any():
         return rows
     _, inverse = np.unique(np.concatenate([old_keys, keys]), axis=0, return_inverse=True)
     inverse = inverse.ravel()

@@ -19,7 +19,7 @@ from ..kernels.distances import assign_nearest
 from ._base import BaseEstimator, check_is_fitted
 from ._cd_party import CDParty, LocalParties, final_center_block
 from ._cd_server import SweepServer, run_bcd
-from .kmeans import _kmeans_plusplus_lazy
+from .kmeanspp import _kmeans_plusplus_lazy
 
 __all__ = ["CDKM", "BCDKM", "bcd_kmeans"]
 

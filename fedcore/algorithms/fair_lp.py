@@ -12,7 +12,8 @@ from .._validation import check_array, check_int, check_random_state, check_scal
 from ..kernels.distances import pairwise_sq_distances
 from ..metrics.fairness import _check_bounds, _encode_groups, balance, sse
 from ._base import BaseEstimator
-from .kmeans import KMeans, _kmeans_plusplus_lazy
+from .kmeans import KMeans
+from .kmeanspp import _kmeans_plusplus_lazy
 
 __all__ = ["FairLP"]
 

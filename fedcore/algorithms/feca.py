@@ -26,7 +26,7 @@ from ..kernels.feca import cluster_statistics, greedy_ball_groups
 from ._base import BaseEstimator
 from ._clients import (_client_seeds, check_federation, client_kmeans, predict_nearest,
                        run_clients, single_threaded_kernels)
-from .kmeans import check_n_local_trials
+from .kmeanspp import check_n_local_trials
 
 __all__ = ["FeCA", "FeCAResult", "FewerGroupsWarning", "feca", "feca_client", "feca_server",
            "check_feca_params", "client_update", "radius_assign", "server_aggregation",

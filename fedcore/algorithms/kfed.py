@@ -14,7 +14,8 @@ from ..federation.ledger import CommLedger
 from ._base import BaseEstimator
 from ._clients import (_client_seeds, check_federation, predict_nearest, send_local_centers,
                        single_threaded_kernels)
-from .kmeans import KMeans, check_n_local_trials
+from .kmeans import KMeans
+from .kmeanspp import check_n_local_trials
 
 __all__ = ["KFed", "KFedResult", "kfed", "farthest_point_init"]
 

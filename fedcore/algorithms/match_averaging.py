@@ -13,7 +13,7 @@ from .._validation import check_int, check_random_state, check_scalar
 from ..federation.ledger import CommLedger
 from ._base import BaseEstimator
 from ._clients import _client_seeds, check_federation, predict_nearest, send_local_centers
-from .kmeans import check_n_local_trials
+from .kmeanspp import check_n_local_trials
 
 __all__ = ["MatchAveraging", "MatchAveragingResult", "match_averaging", "match_average_centers"]
 

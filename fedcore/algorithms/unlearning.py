@@ -6,7 +6,8 @@ import numpy as np
 from .._validation import (check_array, check_distance_range, check_ids, check_int,
                            check_random_state, check_scalar)
 from ._base import BaseEstimator, check_is_fitted
-from .kmeans import _check_n_clusters, _kmeans_plusplus_lazy, _lloyd, _tolerance
+from .kmeans import _lloyd, _tolerance
+from .kmeanspp import _check_n_clusters, _kmeans_plusplus_lazy
 
 __all__ = ["UnlearnableKMeans", "RemovalResult"]
 

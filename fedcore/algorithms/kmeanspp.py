@@ -1,0 +1,271 @@
+"""k-means++ seeding: vanilla (exact, lazy), greedy, and the public :func:`kmeans_plusplus`."""
+import numbers
+
+import numpy as np
+
+from .._validation import (check_array, check_distance_range, check_int, check_random_state,
+                           check_sample_weight)
+from ..kernels.seeding import (candidate_potentials, center_gaps, chunk_sums, d2_refresh, d2_update,
+                               min_sq_distance, n_chunks, pick_index, pick_product)
+
+__all__ = ["kmeans_plusplus"]
+
+
+def _kmeans_plusplus(X, weights, uniforms, prefix=(), trace=None):
+    """k-means++ on validated input; one uniform per drawn center. Returns (rows, labels, mind).
+
+    ``prefix`` rows are taken as the first centers without drawing (exact unlearning keeps the
+    centers before the first removed one, MUFC Alg. 3 line 9). Then center ``t`` is drawn by D^2
+    sampling (Appendix B), ``P(x) = w(x) d^2(x, C) / sum_y w(y) d^2(y, C)``; when that total is 0
+    (every remaining row coincides with a center), uniformly by weight among rows not yet chosen.
+    Rows of weight 0 are never drawn, which is how removed rows are excluded.
+
+    ``labels`` is the first nearest center in seeding order, ``mind`` the squared distance to it.
+    ``trace = (totals, d2)``, two float64 (k,) arrays, receives for every center ``t`` the total
+    ``sum_y w(y) d^2(y, C)`` it was drawn against (the total weight for ``t = 0``) and its own
+    ``d^2(x, C)`` (1 for ``t = 0``): what :mod:`fedcore.algorithms._coupled` needs to redraw
+    exactly after the weights change.
+    """
+    n, d = X.shape
+    k = len(prefix) + len(uniforms)
+    rows = np.empty(k, dtype=np.int64)
+    centers = np.empty((k, d), dtype=np.float64)
+    labels = np.full(n, -1, dtype=np.int64)
+    mind = np.full(n, np.inf)
+    gaps = np.empty(k)
+    sums = np.empty(n_chunks(n))
+    for t in range(k):
+        if t == 0:
+            chunk_sums(weights, sums)
+        if t < len(prefix):
+            row = int(prefix[t])
+        else:
+            u = float(uniforms[t - len(prefix)])
+            if t == 0:
+                row = pick_index(weights, sums, u)
+            elif sums.max() > 0.0:
+                row = pick_product(weights, mind, sums, u)
+            else:  # degenerate rule: by weight among rows not yet chosen
+                row = _pick_unchosen(weights, rows[:t], u)
+        if trace is not None:
+            trace[0][t] = sums.sum()
+            trace[1][t] = 1.0 if t == 0 else mind[row]
+        rows[t] = row
+        centers[t] = X[row]
+        center_gaps(centers, t, gaps)
+        d2_update(X, centers[t], weights, t, gaps, labels, mind, sums)
+    return rows, labels, mind
+
+
+def _kmeans_plusplus_lazy(X, weights, rng, n_clusters, prefix=(), max_pending=32,
+                          max_rejections=4):
+    """k-means++ with the distribution of :func:`_kmeans_plusplus`, reading ``X`` far less often.
+
+    Returns (rows, labels, mind) as :func:`_kmeans_plusplus`; ``labels`` and ``mind`` are
+    bit-identical to what it computes for the same centers.
+
+    D^2 values only shrink as centers are added, so values refreshed when ``s`` centers existed are
+    upper bounds ``b_i >= m_i`` on the current ones. A center is drawn by rejection: propose ``i``
+    with probability ``w_i b_i / sum w b`` (stale chunk sums, no pass over X), compute ``m_i``
+    against the centers added since the refresh only, accept with probability ``m_i / b_i``.
+    Accepted draws have probability proportional to ``w_i m_i``: exactly D^2 sampling. After
+    ``max_rejections`` rejections in a row, or ``max_pending`` centers since the last refresh, one
+    pass over X applies all pending centers (:func:`~fedcore.kernels.seeding.d2_refresh`) and the
+    draw is direct. The number of uniforms drawn from ``rng`` depends on the data.
+    """
+    n, d = X.shape
+    rows = np.empty(n_clusters, dtype=np.int64)
+    centers = np.empty((n_clusters, d), dtype=np.float64)
+    labels = np.full(n, -1, dtype=np.int64)
+    mind = np.full(n, np.inf)
+    sums = np.empty(n_chunks(n))
+    state = {"fresh": 0}
+
+    def refresh(stop):
+        start = state["fresh"]
+        if stop > start:
+            gaps = ((centers[start:stop, None, :] - centers[None, :stop, :]) ** 2).sum(axis=2)
+            d2_refresh(X, centers, start, stop, gaps, weights, labels, mind, sums)
+            state["fresh"] = stop
+
+    for t in range(n_clusters):
+        if t < len(prefix):
+            row = int(prefix[t])
+        elif t == 0:
+            chunk_sums(weights, sums)
+            row = pick_index(weights, sums, rng.random())
+        else:
+            row = _draw_lazy(X, weights, rng, centers, t, state, refresh, mind, sums, rows,
+                             max_rejections)
+        rows[t] = row
+        centers[t] = X[row]
+        # The first refresh comes right after the first center (or the whole prefix): before it,
+        # neither mind nor sums describe any center, so no draw may read them.
+        if (state["fresh"] == 0 and t + 1 >= len(prefix)) or t + 1 - state["fresh"] >= max_pending:
+            refresh(t + 1)
+    refresh(n_clusters)
+    return rows, labels, mind
+
+
+def _draw_lazy(X, weights, rng, centers, t, state, refresh, mind, sums, rows, max_rejections):
+    """Draw center ``t`` by rejection from stale D^2 bounds (see :func:`_kmeans_plusplus_lazy`)."""
+    rejections = 0
+    while True:
+        if sums.max() == 0.0:  # every bound is 0, so every D^2 is 0: the degenerate rule
+            return _pick_unchosen(weights, rows[:t], rng.random())
+        if state["fresh"] == t:  # bounds are exact: draw directly
+            return pick_product(weights, mind, sums, rng.random())
+        u, v = rng.random(2)
+        row = pick_product(weights, mind, sums, u)
+        bound = mind[row]
+        if v * bound < min_sq_distance(X, row, centers, state["fresh"], t, bound):
+            return row
+        rejections += 1
+        if rejections >= max_rejections:
+            refresh(t)
+
+
+def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms):
+    """Greedy k-means++ on validated input; returns (rows, labels, mind) as
+    :func:`_kmeans_plusplus` does.
+
+    ``trial_uniforms`` has shape (n_clusters - 1, L). The first center is drawn by weight with
+    ``first_uniform``. Center ``t >= 1`` is the best of ``L`` candidates, candidate ``p`` drawn by
+    D^2 sampling with ``trial_uniforms[t - 1, p]`` (the draw of :func:`_kmeans_plusplus`): the one
+    whose addition leaves the lowest potential ``sum_i w_i min(d_i^2, |x_i - c|^2)``, ties to the
+    first drawn. Candidates may repeat. When every D^2 is 0 all candidates would tie at potential
+    0, so the degenerate rule of :func:`_kmeans_plusplus` draws the center with
+    ``trial_uniforms[t - 1, 0]`` alone. With ``L = 1`` this is :func:`_kmeans_plusplus`.
+    """
+    n, d = X.shape
+    k = 1 + trial_uniforms.shape[0]
+    L = trial_uniforms.shape[1]
+    rows = np.empty(k, dtype=np.int64)
+    centers = np.empty((k, d), dtype=np.float64)
+    labels = np.full(n, -1, dtype=np.int64)
+    mind = np.full(n, np.inf)
+    gaps = np.empty(k)
+    sums = np.empty(n_chunks(n))
+    candidate_rows = np.empty(L, dtype=np.int64)
+    partials = np.empty((n_chunks(n), L))
+    potentials = np.empty(L)
+    for t in range(k):
+        if t == 0:
+            chunk_sums(weights, sums)
+            row = pick_index(weights, sums, float(first_uniform))
+        elif sums.max() > 0.0:
+            for p in range(L):
+                candidate_rows[p] = pick_product(weights, mind, sums,
+                                                 float(trial_uniforms[t - 1, p]))
+            candidates = X[candidate_rows].astype(np.float64)
+            # Only for pruning, whose margin covers the rounding of this sum.
+            candidate_gaps = ((candidates[:, None, :] - centers[None, :t, :]) ** 2).sum(axis=2)
+            candidate_potentials(X, candidates, candidate_gaps, weights, labels, mind, partials,
+                                 potentials)
+            row = int(candidate_rows[np.argmin(potentials)])  # argmin: first of the lowest
+        else:  # degenerate rule: by weight among rows not yet chosen
+            row = _pick_unchosen(weights, rows[:t], float(trial_uniforms[t - 1, 0]))
+        rows[t] = row
+        centers[t] = X[row]
+        center_gaps(centers, t, gaps)
+        d2_update(X, centers[t], weights, t, gaps, labels, mind, sums)
+    return rows, labels, mind
+
+
+def _seed_rows(X, weights, rng, n_clusters, n_local_trials=1):
+    """Rows of k-means++ centers: vanilla (lazy sampler) for ``n_local_trials == 1``, else greedy.
+
+    Greedy seeding takes ``1 + (n_clusters - 1) * n_local_trials`` uniforms from ``rng`` in one
+    call; vanilla seeding draws exactly as :func:`_kmeans_plusplus_lazy`.
+    """
+    if n_local_trials == 1:
+        return _kmeans_plusplus_lazy(X, weights, rng, n_clusters)[0]
+    u = rng.random(1 + (n_clusters - 1) * n_local_trials)
+    trials = u[1:].reshape(n_clusters - 1, n_local_trials)
+    return _kmeans_plusplus_greedy(X, weights, u[0], trials)[0]
+
+
+def check_n_local_trials(n_local_trials, n_clusters):
+    """Candidates per center as an int: None -> 1 (vanilla), "auto" -> ``2 + floor(ln k)``
+    (scikit-learn's choice), an int >= 1 as given."""
+    if n_local_trials is None:
+        return 1
+    if isinstance(n_local_trials, str):
+        if n_local_trials != "auto":
+            raise ValueError(f"Argument 'n_local_trials' must be None, 'auto' or an int >= 1, "
+                             f"got {n_local_trials!r}")
+        return 2 + int(np.log(n_clusters))
+    if isinstance(n_local_trials, bool) or not isinstance(n_local_trials, numbers.Integral):
+        raise TypeError(f"Argument 'n_local_trials' must be None, 'auto' or an int >= 1, got "
+                        f"{type(n_local_trials).__name__} {n_local_trials!r}")
+    return check_int(n_local_trials, "n_local_trials", min_value=1)
+
+
+def _pick_unchosen(weights, chosen, u):
+    free = weights.copy()
+    free[chosen] = 0.0
+    sums = np.empty(n_chunks(free.shape[0]))
+    chunk_sums(free, sums)
+    return pick_index(free, sums, u)
+
+
+def _check_n_clusters(n_clusters, weights):
+    n_clusters = check_int(n_clusters, "n_clusters", min_value=1)
+    if weights.shape[0] and not weights.any():
+        raise ValueError("Argument 'sample_weight' is zero for every sample: a zero total weight "
+                         "leaves nothing to cluster")
+    n_positive = int(np.count_nonzero(weights))
+    if n_clusters > n_positive:
+        raise ValueError(f"Argument 'n_clusters' must be <= n_samples = {n_positive} (rows with "
+                         f"positive sample weight), got {n_clusters}")
+    return n_clusters
+
+
+def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_local_trials=None):
+    """k-means++ seeding (Arthur & Vassilvitskii 2007), weighted, vanilla or greedy.
+
+    The first center is drawn by weight, each next one by weighted D^2 sampling; when every
+    remaining point has zero D^2 weight (duplicates), the next center is drawn by weight among the
+    points not yet chosen. Rows of weight 0 are never drawn. The same seed gives the same centers
+    for any thread count.
+
+    Vanilla seeding (``n_local_trials`` None or 1) draws exactly but reads X far fewer than
+    ``n_clusters`` times: rejection sampling from stale D^2 bounds with occasional multi-center
+    refresh passes (see ``_kmeans_plusplus_lazy``). Greedy seeding (``n_local_trials = L >= 2``,
+    scikit-learn's k-means++) draws ``L`` candidates per center by D^2 sampling and keeps the one
+    that lowers the potential ``sum_i w_i min(d_i^2, |x_i - c|^2)`` the most (ties: the first
+    drawn), at O(n d L) per center.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    n_clusters : int, 1 <= n_clusters <= number of rows with positive weight
+    sample_weight : array-like of shape (n_samples,), default=None (all ones)
+    random_state : None, int or numpy.random.Generator
+    n_local_trials : None, "auto" or int >= 1, default=None
+        Candidates per center; None or 1 is vanilla k-means++, "auto" is ``2 + floor(ln k)``
+        (scikit-learn's value). Greedy seeding takes ``1 + (n_clusters - 1) * L`` uniforms.
+
+    Returns
+    -------
+    centers : ndarray of shape (n_clusters, n_features), dtype of X (float32 or float64)
+    indices : ndarray of shape (n_clusters,), int64 rows of X, in seeding order
+
+    Examples
+    --------
+    >>> import numpy as np, fedcore
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 10.0], [10.0, 11.0]])
+    >>> centers, idx = fedcore.kmeans_plusplus(X, 2, random_state=0)
+    >>> sorted(int(i) // 2 for i in idx)   # one center from each pair
+    [0, 1]
+    >>> centers, idx = fedcore.kmeans_plusplus(X, 2, random_state=0, n_local_trials="auto")
+    >>> sorted(int(i) // 2 for i in idx)
+    [0, 1]
+    """
+    X = check_distance_range(check_array(X, "X"))
+    weights = check_sample_weight(sample_weight, X.shape[0])
+    n_clusters = _check_n_clusters(n_clusters, weights)
+    n_local_trials = check_n_local_trials(n_local_trials, n_clusters)
+    rng = check_random_state(random_state)
+    rows = _seed_rows(X, weights, rng, n_clusters, n_local_trials)
+    return X[rows].copy(), rows
