@@ -2,15 +2,18 @@
 from collections.abc import Mapping
 
 import numpy as np
+from numba.typed import List as TypedList
 
 from .._validation import check_int
-from ..kernels.field import batch_inverse, mul_into, sub_into, sum_rows
+from ..kernels.field import batch_inverse, mul_into, sub_into, sum_messages
 from ..kernels.reed_solomon import (berlekamp_massey, find_roots, forney_magnitudes, power_sums,
                                     solve_transposed_vandermonde)
 from ._errors import SCMADecodeError
 from .setup import SCMASetup
 
 __all__ = ["SCMAServer"]
+
+_STACK_LIMIT = 1 << 20  # message entries per round up to which messages are stacked to be summed
 
 
 class SCMAServer:
@@ -71,11 +74,11 @@ class SCMAServer:
         s = self.setup
         if isinstance(messages, Mapping) and messages.keys() == set(participants):
             arrays = [messages[k] for k in participants]  # the common case, checked here
-            if all(isinstance(a, np.ndarray) and a.shape == (s.message_length,)
-                   and a.dtype.kind in "iu" for a in arrays):
-                rows = np.array(arrays)  # int64, or uint64 (float64 when mixed: refused below)
-                if rows.dtype.kind in "iu":
-                    return self._sum(rows, participants)
+            dtype = getattr(arrays[0], "dtype", None)
+            if dtype in (np.int64, np.uint64) and all(
+                    isinstance(a, np.ndarray) and a.dtype == dtype and a.flags.c_contiguous
+                    and a.shape == (s.message_length,) for a in arrays):
+                return self._sum(arrays, participants)
         if isinstance(messages, Mapping):
             keys = set()
             for k in messages:
@@ -99,8 +102,8 @@ class SCMAServer:
                                  f"{len(messages)}; pass a dict {{client_id: message}} to "
                                  "name them")
             items = list(zip(participants, messages))
-        rows = np.empty((len(items), s.message_length), dtype=np.int64)
-        for r, (cid, msg) in enumerate(items):
+        arrays = []
+        for cid, msg in items:
             arr = np.asarray(msg)
             if arr.shape != (s.message_length,):
                 raise ValueError(f"The message of client {cid} must have shape "
@@ -108,13 +111,18 @@ class SCMAServer:
             if arr.dtype.kind not in "iu":
                 raise TypeError(f"The message of client {cid} must hold integers, got dtype "
                                 f"{arr.dtype}")
-            rows[r] = arr  # uint64 values >= 2**63 wrap to negatives, refused below
-        return self._sum(rows, [cid for cid, _ in items])
+            # uint64 values >= 2**63 wrap to negatives, refused by the sum
+            arrays.append(np.ascontiguousarray(arr, dtype=np.int64))
+        return self._sum(arrays, [cid for cid, _ in items])
 
-    def _sum(self, rows, senders):
-        """Column sums of the int64 or uint64 ``rows`` mod p; every entry must lie in [0, p)."""
+    def _sum(self, arrays, senders):
+        """Sum mod p of the messages (1-D int64 or uint64 arrays of one dtype); every entry must
+        lie in [0, p). Small rounds are stacked (one copy, cheaper than a typed list); large ones
+        are read in place."""
         total = np.empty(self.setup.message_length, dtype=np.int64)
-        bad = sum_rows(rows, self.setup.prime, total)
+        small = len(arrays) * self.setup.message_length <= _STACK_LIMIT
+        bad = sum_messages(np.array(arrays) if small else TypedList(arrays), self.setup.prime,
+                           total)
         if bad >= 0:
             raise ValueError(f"The message of client {senders[bad]} has entries outside "
                              f"[0, {self.setup.prime})")
