@@ -9,6 +9,8 @@ nearest center, and half the distance from its center to the nearest other cente
 to the row's own center is always recomputed exactly, so labels, distances, sums and inertia are
 bit-identical to :func:`lloyd_iteration`. For many features and centers it can instead screen
 centers with one BLAS product per iteration (``X64``), again with the same bits.
+:func:`lloyd_core` also records its E-steps and replays a recorded run on slightly changed data
+(:mod:`fedcore.kernels.lloyd_replay`), again with the same bits.
 """
 import functools
 
