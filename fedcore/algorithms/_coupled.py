@@ -17,11 +17,14 @@ run with its previous one instead of starting over:
   total or the degenerate rule (``S_t = 0``: by weight among rows not yet chosen).
 * Lloyd from unchanged seeds is a deterministic function of the seeds and the data; it is replayed
   from the previous run's E-steps (:func:`fedcore.kernels.lloyd.lloyd_core` with a prior), which
-  gives the same bits as a fresh run at O(n d) per iteration instead of O(n k d).
+  gives the same bits as a fresh run at O(n + k d) per iteration, plus the rows of the clusters
+  the change touches, instead of O(n k d).
 
 Rows are identified by unique integer keys (MUFC's bin coordinates, one row of integers each), so
-rows keep their identity when bins empty out or appear. The best restart (lowest inertia, first on ties) is the model.
+rows keep their identity when bins empty out or appear. The best restart (lowest inertia, first
+on ties) is the model.
 """
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -40,7 +43,6 @@ _TOTAL_GUARD = 1e-9
 class _Restart(NamedTuple):
     seeds: np.ndarray     # int64 (k,): rows of the seeds in their run's data, in seeding order
     totals: np.ndarray    # float64 (k,): S_t, the D^2 total each seed was drawn against
-    d2: np.ndarray        # float64 (k,): D_t^2 of each seed when drawn (1 for t = 0)
     trace: tuple          # Lloyd's E-steps (labels, lower, dist, centers, moved), see lloyd_core
     centers: np.ndarray
     inertia: float
@@ -50,7 +52,7 @@ class _Restart(NamedTuple):
 def _lloyd_traced(X, weights, centers, max_iter, tol, margin, prior):
     """Lloyd as :func:`fedcore.algorithms.kmeans._lloyd`, recording its E-steps and replaying
     ``prior`` (a tuple for :func:`lloyd_core`). Returns (centers, inertia, n_iter, trace).
-    ``margin``: :func:`~fedcore.algorithms.kmeans._margin` (centers are rows of X)."""
+    ``margin``: :func:`~fedcore.algorithms.kmeans._margin` of X (the centers are rows of X)."""
     n, d = X.shape
     k = centers.shape[0]
     centers = np.array(centers, dtype=np.float64, order="C")
@@ -77,11 +79,24 @@ class _Change:
             self.prior_rows >= 0)
         gone = self.gone = np.flatnonzero(self.side_of_old < 0)
         self.side_of_old[gone] = self.n_new + np.arange(gone.shape[0])
-        self.X = np.concatenate([X, old_X[gone]])
+        self._X, self._X_gone = X, old_X[gone]
         self.w_old = np.concatenate([np.where(self.prior_rows >= 0, old_w[self.prior_rows], 0.0),
                                      old_w[gone]])
         self.w_new = np.concatenate([w, np.zeros(gone.shape[0])])
         self.changed = np.flatnonzero(self.w_old != self.w_new)
+
+    @functools.cached_property
+    def X(self):
+        """Every side-by-side row (built only when a step needs the full distributions)."""
+        return np.concatenate([self._X, self._X_gone])
+
+    def rows(self, idx):
+        """Side-by-side rows ``idx``, without building :attr:`X`."""
+        new = idx < self.n_new
+        out = np.empty((idx.shape[0], self._X.shape[1]))
+        out[new] = self._X[idx[new]]
+        out[~new] = self._X_gone[idx[~new] - self.n_new]
+        return out
 
 
 def _sq_distances(X, centers):
@@ -124,15 +139,15 @@ def _keep(q, p, rng):
 
 
 def _couple_seeds(restart, change, data, rng):
-    """New (rows, totals, d2, kept) for one restart; ``kept``: every seed stayed."""
-    keys, X, w = data
+    """New (rows, totals, kept) for one restart; ``kept``: every seed stayed."""
+    _, X, w = data
     k = restart.seeds.shape[0]
     seeds = change.side_of_old[restart.seeds]
-    totals, d2 = restart.totals.copy(), restart.d2.copy()
+    totals = restart.totals.copy()
     ch = change.changed
     if ch.shape[0] > 0:
         # D_t^2 of the changed rows for t = 1..k-1: distance to the nearest of seeds 0..t-1.
-        prefix = np.minimum.accumulate(_sq_distances(change.X[ch], change.X[seeds]), axis=1)
+        prefix = np.minimum.accumulate(_sq_distances(change.rows(ch), change.rows(seeds)), axis=1)
         dw = change.w_new[ch] - change.w_old[ch]
         new_totals = totals + np.concatenate([[dw.sum()], dw @ prefix[:, :-1]])
     else:
@@ -150,9 +165,9 @@ def _couple_seeds(restart, change, data, rng):
                 continue
         row = _residual_draw(P, Q, rng)
         prefix_rows = np.append(seeds[:t], row)
-        rows = _kmeans_plusplus(X, w, rng.random(k - t - 1), prefix_rows, trace=(totals, d2))[0]
-        return rows, totals, d2, False
-    return seeds, new_totals, d2, True
+        rows = _kmeans_plusplus(X, w, rng.random(k - t - 1), prefix_rows, totals=totals)[0]
+        return rows, totals, False
+    return seeds, new_totals, True
 
 
 class CoupledKMeans:
@@ -179,9 +194,9 @@ class CoupledKMeans:
         _, X, weights = data
         seeds = []
         for _ in range(self.n_init):
-            totals, d2 = np.empty(self.n_clusters), np.empty(self.n_clusters)
-            rows = _kmeans_plusplus(X, weights, rng.random(self.n_clusters), trace=(totals, d2))[0]
-            seeds.append((rows, totals, d2, None))
+            totals = np.empty(self.n_clusters)
+            rows = _kmeans_plusplus(X, weights, rng.random(self.n_clusters), totals=totals)[0]
+            seeds.append((rows, totals, None))
         return self._publish(data, self._lloyd_all(data, seeds), self.n_init)
 
     def refit(self, keys, X, weights, rng):
@@ -189,10 +204,10 @@ class CoupledKMeans:
         change = _Change(self._data, data)
         seeds = []
         for restart in self._restarts:
-            rows, totals, d2, kept = _couple_seeds(restart, change, data, rng)
+            rows, totals, kept = _couple_seeds(restart, change, data, rng)
             prior = (self._data[2], *restart.trace, change.prior_rows, change.gone) if kept \
                 else None
-            seeds.append((rows, totals, d2, prior))
+            seeds.append((rows, totals, prior))
         redrawn = sum(prior is None for *_, prior in seeds)
         return self._publish(data, self._lloyd_all(data, seeds), redrawn)
 
@@ -200,13 +215,13 @@ class CoupledKMeans:
         """Lloyd from every restart's seeds (replaying its prior, if any). One after another:
         a replay is too short for threads to pay off (measured at MUFC's shapes)."""
         keys, X, w = data
-        tol, margin = _tolerance(X, self.tol), _margin(X, X[:1])
+        tol, margin = _tolerance(X, self.tol), _margin(X)
 
         def run(seed):
-            rows, totals, d2, prior = seed
+            rows, totals, prior = seed
             centers, inertia, n_iter, trace = _lloyd_traced(
                 X, w, X[rows], self.max_iter, tol, margin, _NO_PRIOR if prior is None else prior)
-            return _Restart(np.asarray(rows), totals, d2, trace, centers, inertia, n_iter)
+            return _Restart(np.asarray(rows), totals, trace, centers, inertia, n_iter)
 
         return [run(seed) for seed in seeds]
 

@@ -83,10 +83,12 @@ def _lloyd(X, weights, centers, max_iter, tol):
     return centers, labels, float(inertia), int(n_iter)
 
 
-def _margin(X, centers):
+def _margin(X, centers=None):
     """Slack of Lloyd's bound tests: distances are at most 2 sqrt(d) max|coordinate|; rounding in
-    the bounds is far below 1e-9 of that."""
-    scale = max(float(np.abs(X).max()), float(np.abs(centers).max()))
+    the bounds is far below 1e-9 of that. ``centers`` None: they are rows of X."""
+    scale = float(np.abs(X).max())
+    if centers is not None:
+        scale = max(scale, float(np.abs(centers).max()))
     return 1e-9 * 2.0 * np.sqrt(X.shape[1]) * scale
 
 

@@ -11,7 +11,7 @@ from ..kernels.seeding import (candidate_potentials, center_gaps, chunk_sums, d2
 __all__ = ["kmeans_plusplus"]
 
 
-def _kmeans_plusplus(X, weights, uniforms, prefix=(), trace=None):
+def _kmeans_plusplus(X, weights, uniforms, prefix=(), totals=None):
     """k-means++ on validated input; one uniform per drawn center. Returns (rows, labels, mind).
 
     ``prefix`` rows are taken as the first centers without drawing (exact unlearning keeps the
@@ -21,19 +21,12 @@ def _kmeans_plusplus(X, weights, uniforms, prefix=(), trace=None):
     Rows of weight 0 are never drawn, which is how removed rows are excluded.
 
     ``labels`` is the first nearest center in seeding order, ``mind`` the squared distance to it.
-    ``trace = (totals, d2)``, two float64 (k,) arrays, receives for every center ``t`` the total
-    ``sum_y w(y) d^2(y, C)`` it was drawn against (the total weight for ``t = 0``) and its own
-    ``d^2(x, C)`` (1 for ``t = 0``): what :mod:`fedcore.algorithms._coupled` needs to redraw
-    exactly after the weights change.
+    ``totals``, float64 (k,), receives for every center ``t`` the total ``sum_y w(y) d^2(y, C)``
+    it was drawn against (the total weight for ``t = 0``): what :mod:`fedcore.algorithms._coupled`
+    needs to redraw exactly after the weights change.
     """
-    n, d = X.shape
     k = len(prefix) + len(uniforms)
-    rows = np.empty(k, dtype=np.int64)
-    centers = np.empty((k, d), dtype=np.float64)
-    labels = np.full(n, -1, dtype=np.int64)
-    mind = np.full(n, np.inf)
-    gaps = np.empty(k)
-    sums = np.empty(n_chunks(n))
+    rows, centers, labels, mind, gaps, sums = _seeding_state(X, k)
     for t in range(k):
         if t == 0:
             chunk_sums(weights, sums)
@@ -47,14 +40,27 @@ def _kmeans_plusplus(X, weights, uniforms, prefix=(), trace=None):
                 row = pick_product(weights, mind, sums, u)
             else:  # degenerate rule: by weight among rows not yet chosen
                 row = _pick_unchosen(weights, rows[:t], u)
-        if trace is not None:
-            trace[0][t] = sums.sum()
-            trace[1][t] = 1.0 if t == 0 else mind[row]
-        rows[t] = row
-        centers[t] = X[row]
-        center_gaps(centers, t, gaps)
-        d2_update(X, centers[t], weights, t, gaps, labels, mind, sums)
+        if totals is not None:
+            totals[t] = sums.sum()
+        _add_center(X, weights, row, t, rows, centers, labels, mind, gaps, sums)
     return rows, labels, mind
+
+
+def _seeding_state(X, k):
+    """(rows, centers, labels, mind, gaps, sums) of a k-means++ run before its first center:
+    labels -1 and D^2 +inf everywhere."""
+    n, d = X.shape
+    return (np.empty(k, dtype=np.int64), np.empty((k, d), dtype=np.float64),
+            np.full(n, -1, dtype=np.int64), np.full(n, np.inf), np.empty(k),
+            np.empty(n_chunks(n)))
+
+
+def _add_center(X, weights, row, t, rows, centers, labels, mind, gaps, sums):
+    """Make row ``row`` center ``t``: nearest labels, D^2 and chunk sums updated."""
+    rows[t] = row
+    centers[t] = X[row]
+    center_gaps(centers, t, gaps)
+    d2_update(X, centers[t], weights, t, gaps, labels, mind, sums)
 
 
 def _kmeans_plusplus_lazy(X, weights, rng, n_clusters, prefix=(), max_pending=32,
@@ -73,12 +79,7 @@ def _kmeans_plusplus_lazy(X, weights, rng, n_clusters, prefix=(), max_pending=32
     pass over X applies all pending centers (:func:`~fedcore.kernels.seeding.d2_refresh`) and the
     draw is direct. The number of uniforms drawn from ``rng`` depends on the data.
     """
-    n, d = X.shape
-    rows = np.empty(n_clusters, dtype=np.int64)
-    centers = np.empty((n_clusters, d), dtype=np.float64)
-    labels = np.full(n, -1, dtype=np.int64)
-    mind = np.full(n, np.inf)
-    sums = np.empty(n_chunks(n))
+    rows, centers, labels, mind, _, sums = _seeding_state(X, n_clusters)
     state = {"fresh": 0}
 
     def refresh(stop):
@@ -137,15 +138,10 @@ def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms):
     0, so the degenerate rule of :func:`_kmeans_plusplus` draws the center with
     ``trial_uniforms[t - 1, 0]`` alone. With ``L = 1`` this is :func:`_kmeans_plusplus`.
     """
-    n, d = X.shape
+    n = X.shape[0]
     k = 1 + trial_uniforms.shape[0]
     L = trial_uniforms.shape[1]
-    rows = np.empty(k, dtype=np.int64)
-    centers = np.empty((k, d), dtype=np.float64)
-    labels = np.full(n, -1, dtype=np.int64)
-    mind = np.full(n, np.inf)
-    gaps = np.empty(k)
-    sums = np.empty(n_chunks(n))
+    rows, centers, labels, mind, gaps, sums = _seeding_state(X, k)
     candidate_rows = np.empty(L, dtype=np.int64)
     partials = np.empty((n_chunks(n), L))
     potentials = np.empty(L)
@@ -165,10 +161,7 @@ def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms):
             row = int(candidate_rows[np.argmin(potentials)])  # argmin: first of the lowest
         else:  # degenerate rule: by weight among rows not yet chosen
             row = _pick_unchosen(weights, rows[:t], float(trial_uniforms[t - 1, 0]))
-        rows[t] = row
-        centers[t] = X[row]
-        center_gaps(centers, t, gaps)
-        d2_update(X, centers[t], weights, t, gaps, labels, mind, sums)
+        _add_center(X, weights, row, t, rows, centers, labels, mind, gaps, sums)
     return rows, labels, mind
 
 

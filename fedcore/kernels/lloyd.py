@@ -245,18 +245,6 @@ def _row_norms(X64):
     return norms
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
-def _all_sums(X, weights, labels, center_sums, weight_sums):
-    """M-step sums of every cluster, row by row: the one-chunk pass's bits."""
-    center_sums[:] = 0.0
-    weight_sums[:] = 0.0
-    for i in range(X.shape[0]):
-        a = labels[i]
-        weight_sums[a] += weights[i]
-        for f in range(X.shape[1]):
-            center_sums[a, f] += weights[i] * np.float64(X[i, f])
-
-
 @chunked_kernel
 def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, X64, trace, prior):
     """:func:`lloyd_run` that records its E-steps (``trace``) and replays a prior run's
@@ -337,8 +325,9 @@ def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, X6
         if take_prior:
             mark_dirty(weights, p_weights, p_rows, p_gone, labels, p_labels[it], dirty)
             take_prior = sparse_sums(X, weights, labels, dirty, center_sums, weight_sums)
-        if sparse and not take_prior and it < max_iter:
-            _all_sums(X, weights, labels, center_sums, weight_sums)
+        if sparse and not take_prior and it < max_iter:  # every cluster summed, row by row
+            dirty[:] = True
+            sparse_sums(X, weights, labels, dirty, center_sums, weight_sums)
         moved = False
         if it < max_iter and not take_prior:
             for j in range(k):

@@ -104,8 +104,8 @@ def mark_dirty(weights, old_weights, rows, gone, labels, old_labels, dirty):
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def sparse_sums(X, weights, labels, dirty, center_sums, weight_sums):
-    """M-step sums of the dirty clusters, accumulated row by row as the one-chunk pass does (same
-    bits). Returns False when one of them is empty (the caller then sums every cluster)."""
+    """M-step sums of the dirty clusters (all of them: every cluster), accumulated row by row as
+    the one-chunk pass does (same bits). Returns False when one of them is empty."""
     for j in range(dirty.shape[0]):
         if dirty[j]:
             center_sums[j] = 0.0
