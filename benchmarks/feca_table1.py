@@ -7,7 +7,8 @@
 
 Protocol (paper Section 6.1, Appendix C.5)
 - Data: ``fedcore.datasets.balls.make_s_sets(level, random_state=seed)`` for S1..S4 (S-sets-like,
-  15 clusters, 5000 points, S-sets coordinate scale); partitions over M = 10 clients: IID and
+  15 peaked clusters, 5000 points, S-sets coordinate scale, calibrated as documented at
+  ``S_SET_LEVELS``); partitions over M = 10 clients: IID and
   Dirichlet(alpha) label skew with alpha = 0.3, 0.1 (``fedcore.partition``), seed = run index.
   A Dirichlet draw that leaves a client with fewer points than the per-client cluster count is
   redrawn with the next partition seed (the count of redraws is printed).

@@ -6,7 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
+import fedcore
 from fedcore.datasets.balls import S_SET_LEVELS, make_s_sets, make_stochastic_ball
+from fedcore.metrics import center_distance
 
 
 @settings(max_examples=40)
@@ -61,16 +63,37 @@ def test_s_sets_shapes_scale_and_overlap_order():
         for level in (1, 2, 3, 4):
             X, y, c = make_s_sets(level, random_state=seed)
             assert X.shape == (5000, 2) and c.shape == (15, 2)
-            assert -3e5 < X.min() and X.max() < 1.3e6  # centers in [1e5, 9e5], Gaussian tails
+            assert -4e5 < X.min() and X.max() < 1.4e6  # centers in [1e5, 9e5], Gaussian tails
             gaps = np.sqrt(((c[:, None] - c[None]) ** 2).sum(axis=2))
-            assert gaps[~np.eye(15, dtype=bool)].min() >= 1.2e5
+            assert gaps[~np.eye(15, dtype=bool)].min() >= 1.6e5
             d2 = ((X[:, None] - c[None]) ** 2).sum(axis=2)
             overlap.append(float(np.mean(d2.argmin(axis=1) != y)))
-        assert overlap == sorted(overlap) and overlap[0] < 0.02 and overlap[3] > 0.12
+        assert overlap == sorted(overlap) and overlap[0] < 0.02 and overlap[3] > 0.15
     a = make_s_sets("s2", random_state=5)
     b = make_s_sets(2, random_state=5)
     np.testing.assert_array_equal(a[0], b[0])
     assert set(S_SET_LEVELS) == {1, 2, 3, 4}
+
+
+def test_s_sets_peaked_clusters_and_kmeans_optimum_at_truth():
+    """The two calibration properties of ``make_s_sets`` (see ``S_SET_LEVELS``).
+
+    - Clusters are peaked like the published S-sets': about 7% of a cluster lies within a tenth
+      of its root-mean-square radius (a 2-D Gaussian puts 0.5% there).
+    - On the most overlapped level, the best of 10 k-means++ runs on all points is the local
+      optimum that Lloyd reaches from the true centers: same inertia to 1e-3, centers within a
+      tenth of the minimum separation of it (a k-means optimum elsewhere would move at least one
+      center by about a separation).
+    """
+    X, y, c = make_s_sets(1, random_state=0)
+    r = np.sqrt(((X - c[y]) ** 2).sum(axis=1))
+    assert 0.05 < np.mean(r < 0.1 * np.sqrt(np.mean(r ** 2))) < 0.10
+    for seed in range(2):
+        X, y, c = make_s_sets(4, random_state=seed)
+        at_truth = fedcore.KMeans(15, init=c.copy()).fit(X)
+        best = fedcore.KMeans(15, n_init=10, random_state=seed).fit(X)
+        assert abs(best.inertia_ / at_truth.inertia_ - 1.0) < 1e-3
+        assert center_distance(best.cluster_centers_, at_truth.cluster_centers_) < 0.1 * 1.6e5
 
 
 def test_s_sets_errors():
