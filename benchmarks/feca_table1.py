@@ -35,6 +35,7 @@ import time
 import warnings
 
 import numpy as np
+from scipy.stats import wilcoxon
 
 import fedcore
 from fedcore.algorithms.feca import FeCA, FewerGroupsWarning
@@ -180,6 +181,14 @@ def s_sets_table(seeds, n_init, trials):
     print(f"\nFeCA best among federated methods in {sum(wins)}/12 columns: "
           + ", ".join(c for c, w in zip(columns, wins) if not w) + (" missed" if not all(wins)
                                                                       else ""))
+    print("Paired by seed against the best other federated method of each column (same data and "
+          "partition; Wilcoxon signed-rank, two-sided):")
+    for j, col in enumerate(columns):
+        other = min(METHODS[:6], key=lambda n: np.mean(results[n][j]))
+        diff = np.asarray(results["FeCA"][j]) - np.asarray(results[other][j])
+        p = wilcoxon(diff).pvalue if np.any(diff != 0) else 1.0
+        print(f"  {col:10s} FeCA - {other}: {diff.mean():+.1f} (FeCA lower on "
+              f"{int((diff < 0).sum())}/{diff.size} seeds, p = {p:.2g})")
     print("FeCA vs centralized (1 start) on S1 IID: "
           f"{fmt(results['FeCA'][0])} vs {fmt(results['Centralized (1 start)'][0])}")
     return results
