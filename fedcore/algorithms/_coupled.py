@@ -214,7 +214,7 @@ class CoupledKMeans:
     def _lloyd_all(self, data, seeds):
         """Lloyd from every restart's seeds (replaying its prior, if any). One after another:
         a replay is too short for threads to pay off (measured at MUFC's shapes)."""
-        keys, X, w = data
+        _, X, w = data
         tol, margin = _tolerance(X, self.tol), _margin(X)
 
         def run(seed):

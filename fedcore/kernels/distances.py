@@ -12,8 +12,8 @@ from numba import njit, prange
 from .._config import CHUNK_SIZE, NUMBA_CACHE
 from ._parallel import chunked_kernel
 
-__all__ = ["row_distances", "own_distance", "nearest_center", "pairwise_sq_distances",
-           "assign_nearest"]
+__all__ = ["row_distances", "own_distance", "nearest_center", "nearest_two",
+           "pairwise_sq_distances", "assign_nearest"]
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
@@ -50,6 +50,21 @@ def nearest_center(X, i, centers_t, buf):
             best_d = buf[j]
             best = j
     return best, best_d
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def nearest_two(X, i, centers_t, buf):
+    """Return ``(j, dist, second)``: the nearest center (lowest index on ties), its squared
+    distance and the squared distance to the nearest other center (+inf when k = 1). ``buf``
+    holds every squared distance afterwards."""
+    row_distances(X, i, centers_t, buf)
+    a, dist, second = 0, buf[0], np.inf
+    for j in range(1, buf.shape[0]):
+        if buf[j] < dist:
+            second, dist, a = dist, buf[j], j
+        elif buf[j] < second:
+            second = buf[j]
+    return a, dist, second
 
 
 @chunked_kernel

@@ -434,8 +434,8 @@ def add_into(acc, x, p):
 @njit(cache=NUMBA_CACHE, nogil=True)
 def sum_messages(messages, p, out):
     """OUT ``out`` int64 (m,): sum mod p of the int64 or uint64 arrays of length m in
-    ``messages`` (a typed List of them, or their rows stacked in a 2-D array); returns -1, or the first message holding an entry outside
-    [0, p) (then ``out`` is unspecified).
+    ``messages`` (a typed List of them, or their rows stacked in a 2-D array). Returns -1, or the
+    first message holding an entry outside [0, p) (then ``out`` is unspecified); needs p < 2^62.
 
     Entries are read as unsigned (a negative int64 or a uint64 >= 2^63 is then >= p) and summed
     in uint64, ``g`` messages at a time with ``(g + 1) p <= 2^64 - 1`` and ``g <= 7``; the

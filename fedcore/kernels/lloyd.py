@@ -19,7 +19,7 @@ from numba import njit, prange
 
 from .._config import CHUNK_SIZE, NUMBA_CACHE
 from ._parallel import chunked_kernel
-from .distances import own_distance, row_distances
+from .distances import nearest_two, own_distance
 from .lloyd_replay import (center_moves, grow_trace, mark_dirty, prime_bounds, sparse_estep,
                            sparse_sums)
 
@@ -37,8 +37,8 @@ def _screened_nearest(X, i, centers, dots, norms, center_norms, buf):
     of the exact kernel's squared distance (u = 2^-53; dot products of length d err by at most
     ``d u |x| |c|``, the exact sum by ``d u`` relative). Only centers whose interval can reach the
     smallest upper bound get their exact distance (:func:`~fedcore.kernels.distances.own_distance`,
-    same bits as :func:`row_distances`); every exact minimum is among them, so ``a`` (lowest index on ties)
-    and ``dist`` equal the exact scan's.
+    same bits as :func:`~fedcore.kernels.distances.row_distances`); every exact minimum is among
+    them, so ``a`` (lowest index on ties) and ``dist`` equal the exact scan's.
     """
     k = centers.shape[0]
     eps = 4.0 * (X.shape[1] + 2) * 2.0 ** -53
@@ -96,17 +96,7 @@ def _chunk_pass(X, weights, centers, centers_t, half_sep, margin, use_bounds, la
             if use_bounds:
                 lower[i] = np.sqrt(max(second, 0.0))
         elif not skip:
-            row_distances(X, i, centers_t, buf)
-            a = 0
-            dist = buf[0]
-            second = np.inf
-            for j in range(1, k):
-                if buf[j] < dist:
-                    second = dist
-                    dist = buf[j]
-                    a = j
-                elif buf[j] < second:
-                    second = buf[j]
+            a, dist, second = nearest_two(X, i, centers_t, buf)
             labels[i] = a
             if use_bounds:
                 lower[i] = np.sqrt(second)

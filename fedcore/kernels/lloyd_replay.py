@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from .._config import NUMBA_CACHE
-from .distances import own_distance, row_distances
+from .distances import nearest_two, own_distance
 
 __all__ = ["center_moves", "prime_bounds", "sparse_estep", "mark_dirty", "sparse_sums",
            "grow_trace"]
@@ -62,7 +62,6 @@ def sparse_estep(X, centers, centers_t, moves, top_j, top, runner, old_labels, o
     """E-step of every row from the prior's (one chunk): a row whose center did not move and whose
     bound holds keeps its label and distance bits without touching X; one whose center moved
     recomputes its own distance; a row that fails (or is new) is scanned in full."""
-    k = centers.shape[0]
     for i in range(X.shape[0]):
         o = rows[i]
         if o >= 0:
@@ -76,13 +75,7 @@ def sparse_estep(X, centers, centers_t, moves, top_j, top, runner, old_labels, o
                 if np.sqrt(dist) + margin < bound:
                     labels[i], lower[i], distances[i] = a, bound, dist
                     continue
-        row_distances(X, i, centers_t, buf)
-        a, dist, second = 0, buf[0], np.inf
-        for j in range(1, k):
-            if buf[j] < dist:
-                second, dist, a = dist, buf[j], j
-            elif buf[j] < second:
-                second = buf[j]
+        a, dist, second = nearest_two(X, i, centers_t, buf)
         labels[i], lower[i], distances[i] = a, np.sqrt(second), dist
 
 

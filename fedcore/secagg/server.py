@@ -13,7 +13,7 @@ from .setup import SCMASetup
 
 __all__ = ["SCMAServer"]
 
-_STACK_LIMIT = 1 << 20  # message entries per round up to which messages are stacked to be summed
+_STACK_LIMIT = 1 << 20  # message entries per round up to which messages are stacked
 
 
 class SCMAServer:
@@ -71,28 +71,9 @@ class SCMAServer:
 
     # ------------------------------------------------------------------ aggregation
     def _collect(self, messages, participants, round):
-        s = self.setup
-        if isinstance(messages, Mapping) and messages.keys() == set(participants):
-            arrays = [messages[k] for k in participants]  # the common case, checked here
-            dtype = getattr(arrays[0], "dtype", None)
-            if dtype in (np.int64, np.uint64) and all(
-                    isinstance(a, np.ndarray) and a.dtype == dtype and a.flags.c_contiguous
-                    and a.shape == (s.message_length,) for a in arrays):
-                return self._sum(arrays, participants)
         if isinstance(messages, Mapping):
-            keys = set()
-            for k in messages:
-                keys.add(check_int(k, "messages", min_value=0, max_value=s.n_clients - 1))
-            missing = sorted(set(participants) - keys)
-            extra = sorted(keys - set(participants))
-            if missing:
-                raise ValueError(f"Argument 'messages' lacks the messages of participant(s) "
-                                 f"{missing} for round {round}; clients that dropped out must be "
-                                 "left out of 'participants' and the survivors must encode a new "
-                                 "round with that participant set")
-            if extra:
-                raise ValueError(f"Argument 'messages' has messages from client(s) {extra} that "
-                                 f"are not participants of round {round} ({list(participants)})")
+            if messages.keys() != set(participants):  # participants are valid ids already
+                self._check_senders(messages, participants, round)
             items = [(k, messages[k]) for k in participants]
         else:
             messages = list(messages)
@@ -102,18 +83,39 @@ class SCMAServer:
                                  f"{len(messages)}; pass a dict {{client_id: message}} to "
                                  "name them")
             items = list(zip(participants, messages))
-        arrays = []
-        for cid, msg in items:
-            arr = np.asarray(msg)
-            if arr.shape != (s.message_length,):
-                raise ValueError(f"The message of client {cid} must have shape "
-                                 f"({s.message_length},), got {arr.shape}")
-            if arr.dtype.kind not in "iu":
-                raise TypeError(f"The message of client {cid} must hold integers, got dtype "
-                                f"{arr.dtype}")
-            # uint64 values >= 2**63 wrap to negatives, refused by the sum
-            arrays.append(np.ascontiguousarray(arr, dtype=np.int64))
+        arrays = [self._message_array(cid, msg) for cid, msg in items]
+        if len({a.dtype for a in arrays}) > 1:  # one dtype for the sum; uint64 >= 2**63 wraps
+            arrays = [a.astype(np.int64) for a in arrays]  # to negatives, refused by the sum
         return self._sum(arrays, [cid for cid, _ in items])
+
+    def _check_senders(self, messages, participants, round):
+        """Raise the error naming what is wrong with the ids of a dict of messages."""
+        keys = {check_int(k, "messages", min_value=0, max_value=self.setup.n_clients - 1)
+                for k in messages}
+        missing = sorted(set(participants) - keys)
+        extra = sorted(keys - set(participants))
+        if missing:
+            raise ValueError(f"Argument 'messages' lacks the messages of participant(s) "
+                             f"{missing} for round {round}; clients that dropped out must be "
+                             "left out of 'participants' and the survivors must encode a new "
+                             "round with that participant set")
+        if extra:
+            raise ValueError(f"Argument 'messages' has messages from client(s) {extra} that "
+                             f"are not participants of round {round} ({list(participants)})")
+
+    def _message_array(self, cid, msg):
+        """Client ``cid``'s message as a contiguous 1-D int64 or uint64 array (no copy when it is
+        one already); shape and dtype checked."""
+        arr = np.asarray(msg)
+        if arr.shape != (self.setup.message_length,):
+            raise ValueError(f"The message of client {cid} must have shape "
+                             f"({self.setup.message_length},), got {arr.shape}")
+        if arr.dtype.kind not in "iu":
+            raise TypeError(f"The message of client {cid} must hold integers, got dtype "
+                            f"{arr.dtype}")
+        if arr.dtype in (np.int64, np.uint64) and arr.flags.c_contiguous:
+            return arr
+        return np.ascontiguousarray(arr, dtype=np.int64)
 
     def _sum(self, arrays, senders):
         """Sum mod p of the messages (1-D int64 or uint64 arrays of one dtype); every entry must

@@ -260,15 +260,13 @@ class SCMASetup:
         """Sorted tuple of distinct participant ids (all clients when None)."""
         if participants is None:
             return tuple(range(self.n_clients))
-        if _is_canonical(participants, self.n_clients) and (client_id is None
-                                                             or client_id in participants):
-            return participants  # already a sorted tuple of distinct valid ids
         if isinstance(participants, (str, bytes)) or not hasattr(participants, "__iter__"):
             raise TypeError("Argument 'participants' must be a sequence of client ids, got "
                             f"{type(participants).__name__}")
-        ids = []
-        for v in participants:
-            ids.append(check_int(v, "participants", min_value=0, max_value=self.n_clients - 1))
+        n = self.n_clients
+        ids = [v if type(v) is int and 0 <= v < n  # plain valid ids need no conversion
+               else check_int(v, "participants", min_value=0, max_value=n - 1)
+               for v in participants]
         out = tuple(sorted(set(ids)))
         if len(out) != len(ids):
             raise ValueError(f"Argument 'participants' repeats a client id: {list(participants)}")
@@ -443,10 +441,3 @@ class SCMASetup:
         z = _splitmix64(points.astype(np.uint64) ^ np.uint64(self.shard_key))
         return (z % np.uint64(self.n_shards)).astype(np.int64)
 
-
-def _is_canonical(participants, n_clients):
-    """Whether ``participants`` is a non-empty tuple of increasing ints in [0, n_clients)."""
-    return (type(participants) is tuple and len(participants) > 0
-            and all(type(v) is int for v in participants)
-            and 0 <= participants[0] and participants[-1] < n_clients
-            and all(a < b for a, b in zip(participants, participants[1:])))
