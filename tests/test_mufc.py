@@ -102,6 +102,17 @@ def test_fit_aggregate_counts_every_point_and_reports():
     np.testing.assert_array_equal(m.predict(X[:50]), nearest)
 
 
+@pytest.mark.parametrize("cls", [MUFC, fedcore.SimplifiedFC])
+def test_predict_refuses_wrong_width(cls):
+    X, fed = _gaussian_federation()
+    m = cls(5, client_clusters=2, random_state=0).fit(fed)
+    for width in (1, 2, 4):
+        with pytest.raises(ValueError, match="'X' has %d features" % width):
+            m.predict(np.ones((5, width)))
+    with pytest.raises(ValueError, match="centers have 3 features"):
+        fedcore.algorithms.kmeans.assign(np.ones((5, 2)), m.cluster_centers_)
+
+
 def test_removal_updates_aggregate_and_reports_stages():
     X, fed = _gaussian_federation()
     m = MUFC(5, client_clusters=2, secure=False, random_state=0).fit(fed)

@@ -19,7 +19,13 @@ __all__ = ["kmeans_plusplus", "KMeans"]
 
 
 def assign(X, centers):
-    """``(labels, sq_distances)`` of each row of validated ``X`` to its nearest center."""
+    """``(labels, sq_distances)`` of each row of validated ``X`` to its nearest center.
+
+    The kernel reads ``X[i, f]`` for every feature of ``centers``: a width mismatch is refused
+    here, before it runs."""
+    if X.ndim != 2 or np.ndim(centers) != 2 or X.shape[1] != np.shape(centers)[1]:
+        raise ValueError(f"Argument 'X' has shape {X.shape}, but the centers have "
+                         f"{np.shape(centers)[-1]} features")
     labels = np.empty(X.shape[0], dtype=np.int64)
     distances = np.empty(X.shape[0])
     assign_nearest(X, np.ascontiguousarray(np.asarray(centers, dtype=np.float64).T), labels,

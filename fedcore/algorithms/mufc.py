@@ -302,6 +302,9 @@ class MUFC(BaseEstimator):
         """Nearest server center of each row."""
         check_is_fitted(self, "cluster_centers_")
         X = check_array(X, "X")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"Argument 'X' has {X.shape[1]} features, but {type(self).__name__} "
+                             f"was fitted with {self.n_features_in_}")
         return assign(X, self.cluster_centers_)[0]
 
     def inertia(self, X):
