@@ -7,6 +7,8 @@ import numbers
 
 import numpy as np
 
+from .kernels.summaries import scan_values
+
 __all__ = [
     "DataTypeError",
     "check_array",
@@ -67,10 +69,12 @@ def check_array(X, name="X", *, ensure_2d=True, dtype=("float64", "float32"), co
     target = arr.dtype if arr.dtype.name in dtype else np.dtype(dtype[0])
     out = np.array(arr, dtype=target, order="C", copy=True) if copy else \
         np.ascontiguousarray(arr, dtype=target)
-    if not allow_nonfinite and out.size and not np.isfinite(out).all():
-        bad = np.argwhere(~np.isfinite(out))[0]
-        raise ValueError(f"Argument {name!r} must be finite, got {out[tuple(bad)]!r} at index "
-                         f"{tuple(int(b) for b in bad)} (NaN or infinity)")
+    if not allow_nonfinite and out.size:
+        first, _ = scan_values(out.reshape(-1))
+        if first >= 0:
+            bad = np.unravel_index(first, out.shape)
+            raise ValueError(f"Argument {name!r} must be finite, got {out[bad]!r} at index "
+                             f"{tuple(int(b) for b in bad)} (NaN or infinity)")
     return out
 
 
@@ -156,11 +160,17 @@ def check_ids(ids, name="ids"):
     return arr
 
 
+def max_abs(X):
+    """Largest absolute entry of a finite float32/float64 array, in one pass without a
+    temporary."""
+    return float(scan_values(np.ascontiguousarray(X).reshape(-1))[1])
+
+
 def check_distance_range(X, name="X"):
     """Refuse data whose squared Euclidean distances would overflow float64."""
     if X.size == 0:
         return X
-    big = float(np.abs(X).max())
+    big = max_abs(X)
     limit = 1e150 / np.sqrt(X.shape[1])
     if big > limit:
         raise ValueError(f"Argument {name!r} has an entry of magnitude {big:.3g}: squared "

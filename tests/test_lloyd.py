@@ -308,43 +308,50 @@ def test_lloyd_run_screened_by_blas_equals_the_plain_scan(problem):
     X, w, init, max_iter = problem
     margin = 1e-9 * 2.0 * np.sqrt(X.shape[1]) * max(float(np.abs(X).max()), 1.0)
     runs = []
-    for X64 in (np.empty((0, 0)), np.ascontiguousarray(X, dtype=np.float64)):
+    for screen, single in ((False, True), (True, True), (True, False)):
         centers = init.copy()
         labels, dist = np.full(X.shape[0], -7), np.full(X.shape[0], np.nan)
-        inertia, n_iter = lloyd_run(X, w, centers, max_iter, 0.0, margin, labels, dist, X64)
+        inertia, n_iter = lloyd_run(X, w, centers, max_iter, 0.0, margin, labels, dist,
+                                    single=single, screen=screen)
         runs.append((centers, labels, dist, inertia, n_iter))
-    (c0, l0, d0, i0, n0), (c1, l1, d1, i1, n1) = runs
-    np.testing.assert_array_equal(l1, l0)
-    np.testing.assert_array_equal(_bits(d1), _bits(d0))
-    np.testing.assert_array_equal(_bits(c1), _bits(c0))
-    assert _bits(np.array([i1]))[0] == _bits(np.array([i0]))[0] and n1 == n0
+    c0, l0, d0, i0, n0 = runs[0]
+    for c1, l1, d1, i1, n1 in runs[1:]:  # float32 and float64 screens
+        np.testing.assert_array_equal(l1, l0)
+        np.testing.assert_array_equal(_bits(d1), _bits(d0))
+        np.testing.assert_array_equal(_bits(c1), _bits(c0))
+        assert _bits(np.array([i1]))[0] == _bits(np.array([i0]))[0] and n1 == n0
 
 
 def test_kmeans_screens_large_problems_with_the_same_result(monkeypatch):
+    import contextlib
+
     from fedcore.algorithms import kmeans as km
+    from fedcore.kernels import lloyd
     rng = np.random.default_rng(3)
     X = rng.normal(scale=4.0, size=(20, 100))[rng.integers(0, 20, 600)] + rng.normal(size=(600, 100))
     w = rng.integers(1, 5, size=600).astype(float)
     calls = []
-    real = km.lloyd_run
+    real = lloyd.make_screen
 
     def spy(*args):
-        calls.append(args[-1].shape[0] > 0)
-        return real(*args)
+        screen = real(*args)
+        calls.append(screen.centers_t.shape[0] > 0)
+        return screen
 
-    monkeypatch.setattr(km, "lloyd_run", spy)
+    monkeypatch.setattr(lloyd, "make_screen", spy)
     screened = fedcore.KMeans(30, n_init=3, random_state=1).fit(X, sample_weight=w)
     assert calls and all(calls)  # d = 100, k = 30: above both thresholds
-    monkeypatch.setattr(km, "_SCREEN_MIN_FEATURES", 10**9)
+    monkeypatch.setattr(lloyd, "SCREEN_MIN_FEATURES", 10**9)
     calls.clear()
     plain = fedcore.KMeans(30, n_init=3, random_state=1).fit(X, sample_weight=w)
     assert calls and not any(calls)
     np.testing.assert_array_equal(_bits(screened.cluster_centers_), _bits(plain.cluster_centers_))
     np.testing.assert_array_equal(screened.labels_, plain.labels_)
     assert screened.inertia_ == plain.inertia_ and screened.n_iter_ == plain.n_iter_
-    # Concurrent restarts without threadpoolctl (BLAS threads not limited), and on one thread.
-    monkeypatch.setattr(km, "_SCREEN_MIN_FEATURES", 32)
-    monkeypatch.setattr(km, "_blas_controller", lambda: None)
+    # Concurrent restarts with BLAS threads not limited, and on one thread.
+    monkeypatch.setattr(lloyd, "SCREEN_MIN_FEATURES", 12)
+    monkeypatch.setattr(lloyd, "one_blas_thread", contextlib.nullcontext)
+    monkeypatch.setattr(km, "one_blas_thread", contextlib.nullcontext)
     free = fedcore.KMeans(30, n_init=3, random_state=1).fit(X, sample_weight=w)
     threads = numba.get_num_threads()
     numba.set_num_threads(1)

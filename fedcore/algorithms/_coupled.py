@@ -30,9 +30,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ..kernels.distances import pairwise_sq_distances
-from ..kernels.lloyd import _NO_PRIOR, lloyd_core
+from ..kernels.lloyd import NO_PRIOR, LloydPrior, lloyd_core
 from ._rows import match_rows
-from .kmeans import _margin, _screens, _tolerance
+from .kmeans import _margin, _single_screen, _tolerance
 from .kmeanspp import _kmeans_plusplus
 
 # Below this fraction of the old total the incremental new total could be mostly rounding: the
@@ -43,7 +43,7 @@ _TOTAL_GUARD = 1e-9
 class _Restart(NamedTuple):
     seeds: np.ndarray     # int64 (k,): rows of the seeds in their run's data, in seeding order
     totals: np.ndarray    # float64 (k,): S_t, the D^2 total each seed was drawn against
-    trace: tuple          # Lloyd's E-steps (labels, lower, dist, centers, moved), see lloyd_core
+    trace: object         # Lloyd's E-steps, a fedcore.kernels.lloyd.LloydTrace
     centers: np.ndarray
     inertia: float
     n_iter: int
@@ -51,19 +51,16 @@ class _Restart(NamedTuple):
 
 def _lloyd_traced(X, weights, centers, max_iter, tol, margin, prior):
     """Lloyd as :func:`fedcore.algorithms.kmeans._lloyd`, recording its E-steps and replaying
-    ``prior`` (a tuple for :func:`lloyd_core`). Returns (centers, inertia, n_iter, trace).
+    ``prior`` (a :class:`~fedcore.kernels.lloyd.LloydPrior`). Returns (centers, inertia, n_iter,
+    trace).
     ``margin``: :func:`~fedcore.algorithms.kmeans._margin` of X (the centers are rows of X)."""
-    n, d = X.shape
-    k = centers.shape[0]
+    n = X.shape[0]
     centers = np.array(centers, dtype=np.float64, order="C")
     labels = np.empty(n, dtype=np.int64)
     distances = np.empty(n)
-    X64 = X if _screens(d, k) else np.empty((0, 0))
-    m = 8  # initial capacity, doubled as needed
-    trace = (np.empty((m, n), dtype=np.int64), np.empty((m, n)), np.empty((m, n)),
-             np.empty((m, k, d)), np.empty(m, dtype=np.bool_))
     inertia, n_iter, trace = lloyd_core(X, weights, centers, max_iter, tol, margin, labels,
-                                        distances, X64, trace, prior)
+                                        distances, record=True, prior=prior,
+                                        single=_single_screen(X, centers))
     return centers, float(inertia), int(n_iter), trace
 
 
@@ -205,8 +202,8 @@ class CoupledKMeans:
         seeds = []
         for restart in self._restarts:
             rows, totals, kept = _couple_seeds(restart, change, data, rng)
-            prior = (self._data[2], *restart.trace, change.prior_rows, change.gone) if kept \
-                else None
+            prior = LloydPrior(self._data[2], restart.trace, change.prior_rows, change.gone) \
+                if kept else None
             seeds.append((rows, totals, prior))
         redrawn = sum(prior is None for *_, prior in seeds)
         return self._publish(data, self._lloyd_all(data, seeds), redrawn)
@@ -220,7 +217,7 @@ class CoupledKMeans:
         def run(seed):
             rows, totals, prior = seed
             centers, inertia, n_iter, trace = _lloyd_traced(
-                X, w, X[rows], self.max_iter, tol, margin, _NO_PRIOR if prior is None else prior)
+                X, w, X[rows], self.max_iter, tol, margin, NO_PRIOR if prior is None else prior)
             return _Restart(np.asarray(rows), totals, trace, centers, inertia, n_iter)
 
         return [run(seed) for seed in seeds]

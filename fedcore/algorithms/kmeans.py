@@ -1,6 +1,5 @@
 """Weighted Lloyd k-means (seeding in :mod:`fedcore.algorithms.kmeanspp`)."""
 import contextlib
-import functools
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -8,10 +7,11 @@ import numba
 import numpy as np
 
 from .._validation import (check_array, check_distance_range, check_int, check_random_state,
-                           check_sample_weight, check_scalar)
+                           check_sample_weight, check_scalar, max_abs)
 from .._config import CHUNK_SIZE
 from ..kernels.distances import assign_nearest, pairwise_sq_distances
-from ..kernels.lloyd import lloyd_run
+from ..kernels.lloyd import lloyd_run, one_blas_thread, uses_screen
+from ..kernels.summaries import mean_variance
 from ._base import BaseEstimator, check_is_fitted
 from .kmeanspp import _check_n_clusters, _seed_rows, check_n_local_trials, kmeans_plusplus
 
@@ -35,67 +35,47 @@ def assign(X, centers):
 
 def _tolerance(X, tol):
     """Absolute tolerance: ``tol`` times the mean per-feature variance of X, unweighted, as in
-    scikit-learn."""
+    scikit-learn (computed in float64, in one pass per moment, without a copy of X)."""
     if tol == 0:
         return 0.0
-    return float(np.mean(np.var(X, axis=0)) * tol)
-
-
-# Screen rows with a BLAS product (same results) from this many features and d * k.
-_SCREEN_MIN_FEATURES = 32
-_SCREEN_MIN_WORK = 2048
-
-
-def _screens(n_features, n_clusters):
-    """Whether Lloyd screens rows with a BLAS product for this shape."""
-    return n_features >= _SCREEN_MIN_FEATURES and n_features * n_clusters >= _SCREEN_MIN_WORK
-
-
-@functools.lru_cache(maxsize=None)
-def _blas_controller():
-    """threadpoolctl's controller of the loaded BLAS libraries, or None without threadpoolctl."""
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:
-        return None
-    return ThreadpoolController()
-
-
-def _one_blas_thread():
-    """Context limiting BLAS to one thread (process-wide) while Lloyd restarts run concurrently,
-    through threadpoolctl when it is installed; a no-op otherwise (same results, slower)."""
-    controller = _blas_controller()
-    if controller is None:
-        return contextlib.nullcontext()
-    return controller.limit(limits=1, user_api="blas")
+    return float(mean_variance(X) * tol)
 
 
 def _lloyd(X, weights, centers, max_iter, tol):
     """Weighted Lloyd from ``centers`` (float64, copied). Returns (centers, labels, inertia, n_iter).
 
     Runs :func:`fedcore.kernels.lloyd.lloyd_run`: exact distance bounds skip rows whose nearest
-    center cannot change, with results equal to plain Lloyd bit for bit; empty clusters take the
-    farthest rows; stops on unchanged labels, a squared center shift <= ``tol`` (absolute) or
-    ``max_iter``.
+    center cannot change and a BLAS screen rules out far centers, with results equal to plain
+    Lloyd bit for bit; empty clusters take the farthest rows; stops on unchanged labels, a squared
+    center shift <= ``tol`` (absolute) or ``max_iter``.
     """
     n, d = X.shape
     centers = np.array(centers, dtype=np.float64, order="C")
     labels = np.empty(n, dtype=np.int64)
     distances = np.empty(n)
-    screen = _screens(d, centers.shape[0])
-    X64 = np.ascontiguousarray(X, dtype=np.float64) if screen else np.empty((0, 0))
     inertia, n_iter = lloyd_run(X, weights, centers, max_iter, tol, _margin(X, centers), labels,
-                                distances, X64)
+                                distances, single=_single_screen(X, centers))
     return centers, labels, float(inertia), int(n_iter)
 
 
 def _margin(X, centers=None):
     """Slack of Lloyd's bound tests: distances are at most 2 sqrt(d) max|coordinate|; rounding in
     the bounds is far below 1e-9 of that. ``centers`` None: they are rows of X."""
-    scale = float(np.abs(X).max())
+    scale = max_abs(X)
     if centers is not None:
         scale = max(scale, float(np.abs(centers).max()))
     return 1e-9 * 2.0 * np.sqrt(X.shape[1]) * scale
+
+
+# The float32 screen's products stay finite and normal for coordinates (after the shift by the
+# centers' mean) within this range; wider data is screened in float64.
+_SINGLE_SCREEN_RANGE = 2.0 ** 50
+
+
+def _single_screen(X, centers):
+    """Whether Lloyd's BLAS screen may run in float32 for this data (see
+    :func:`fedcore.kernels.lloyd.make_screen`)."""
+    return 2.0 * max(max_abs(X), float(np.abs(centers).max())) < _SINGLE_SCREEN_RANGE
 
 
 _POOL = None
@@ -112,7 +92,7 @@ def _lloyd_restarts(X, weights, starts, max_iter, tol, n_clusters):
     their restarts concurrently on Numba's thread count (the kernels release the GIL), seeding
     included from ``_CONCURRENT_SEEDING_MIN_FEATURES`` features on; large ones run one after
     another with parallel kernels. The results do not depend on the schedule. Concurrent restarts
-    that screen with BLAS (:func:`_screens`) hold BLAS to one thread meanwhile.
+    that screen with BLAS hold BLAS to one thread meanwhile.
     """
     global _POOL
 
@@ -126,7 +106,7 @@ def _lloyd_restarts(X, weights, starts, max_iter, tol, n_clusters):
         starts = [s() if callable(s) else s for s in starts]
     if _POOL is None or _POOL._max_workers != threads:
         _POOL = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="fedcore-lloyd")
-    with _one_blas_thread() if _screens(X.shape[1], n_clusters) else contextlib.nullcontext():
+    with one_blas_thread() if uses_screen(X.shape[1], n_clusters) else contextlib.nullcontext():
         return list(_POOL.map(run, starts))
 
 
@@ -164,9 +144,10 @@ class KMeans(BaseEstimator):
     -----
     Empty clusters are relocated deterministically: in increasing cluster index, each empty cluster
     takes the positive-weight row farthest from its assigned center (ties: lowest row index).
-    Distances are exact sums of squared differences (no expanded form), in float64. From 32
-    features and ``d * k >= 2048``, Lloyd first screens centers with a BLAS product and a
-    rigorous rounding bound, then computes exact distances to the candidates only: same results.
+    Distances are exact sums of squared differences (no expanded form), in float64. Rows whose
+    label Hamerly's bounds prove keep it after one distance; from 12 features and 8 clusters the
+    others are screened with a float32 BLAS product and a rigorous rounding bound, and exact
+    distances are computed to the few candidates only: same results as the plain scan.
 
     Examples
     --------

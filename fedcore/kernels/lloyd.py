@@ -1,121 +1,304 @@
-"""One weighted Lloyd iteration: assignment, per-center weighted sums and inertia.
+"""Weighted Lloyd k-means: E-step, M-step statistics and the whole loop, exact and fast.
 
 Rows are split into fixed chunks of ``CHUNK_SIZE``; each chunk writes its own partial sums and the
 partials are merged serially in chunk order, so every output is bit-identical for any thread count.
+The distance that decides a label is always the exact kernel's (a sum of squared differences in
+feature order, :func:`~fedcore.kernels.distances.own_distance`); two devices only decide which
+distances need computing, never their values:
 
-:func:`lloyd_run` skips the distances to the other centers for rows whose nearest
-center provably cannot change (Hamerly 2010: one lower bound per row on the distance to its second
-nearest center, and half the distance from its center to the nearest other center). The distance
-to the row's own center is always recomputed exactly, so labels, distances, sums and inertia are
-bit-identical to :func:`lloyd_iteration`. For many features and centers it can instead screen
-centers with one BLAS product per iteration (``X64``), again with the same bits.
+* **Bounds** (Hamerly 2010): each row keeps a lower bound on its distance to every center but its
+  own; a row whose own distance plus a margin is below that bound, or below half the distance from
+  its center to the nearest other center, keeps its label after one exact distance.
+* **Screening** (:class:`Screen`): the rows that remain are gathered into blocks of
+  ``BLOCK_ROWS``, shifted by the mean of the centers and multiplied by the centers with one BLAS
+  product (float32 ``sgemm`` by default). ``|x|^2 - 2 x.c + |c|^2`` is within a rigorous rounding
+  bound of the exact kernel's distance (see :func:`screen_eps`); only centers whose interval can
+  reach the smallest upper bound get their exact distance, and every exact minimum is among them,
+  so the label (lowest index on ties) and its distance are the exact scan's, bit for bit.
+
 :func:`lloyd_core` also records its E-steps and replays a recorded run on slightly changed data
 (:mod:`fedcore.kernels.lloyd_replay`), again with the same bits.
 """
+import contextlib
 import functools
+from typing import NamedTuple
 
+import numba
 import numpy as np
 from numba import njit, prange
 
 from .._config import CHUNK_SIZE, NUMBA_CACHE
 from ._parallel import chunked_kernel
 from .distances import nearest_two, own_distance
-from .lloyd_replay import (center_moves, grow_trace, mark_dirty, prime_bounds, sparse_estep,
-                           sparse_sums)
+from .lloyd_replay import (LloydPrior, LloydTrace, center_moves, grow_trace, mark_dirty,
+                           prime_bounds, sparse_estep, sparse_sums, top_two)
 
-__all__ = ["lloyd_iteration", "half_separation", "relocate_empty", "lloyd_run", "lloyd_core"]
+__all__ = ["Screen", "LloydTrace", "LloydPrior", "BLOCK_ROWS", "screen_eps", "make_screen",
+           "uses_screen", "lloyd_iteration", "half_separation", "relocate_empty", "lloyd_run",
+           "lloyd_core", "one_blas_thread"]
+
+# Rows per BLAS product: small enough that the block and its products stay in cache and that
+# BLAS, held to one thread, runs at its single-core rate.
+BLOCK_ROWS = 128
+# Screen with BLAS from this many features and centers; below, the exact scan (vectorized over
+# centers) is as fast.
+SCREEN_MIN_FEATURES = 12
+SCREEN_MIN_CLUSTERS = 8
+# Chunk partial sums held at once (a "wave" of chunks is reduced before the next starts).
+_WAVE_BYTES = 4 << 20
+
+
+class Screen(NamedTuple):
+    """Buffers of the BLAS screen, refreshed from the centers at every E-step.
+
+    ``centers_t`` float32 or float64 (d, k): ``(centers - shift).T`` rounded to the product's
+    precision (shape (0, 0): no screening, every pending row is scanned exactly); ``norms`` and
+    ``roots`` float64 (k,): their squared norms and norms; ``shift`` float64 (d,); ``eps`` and
+    ``tiny``: the relative and absolute rounding bound of :func:`screen_eps`.
+    """
+    centers_t: np.ndarray
+    norms: np.ndarray
+    roots: np.ndarray
+    shift: np.ndarray
+    eps: float
+    tiny: float
+
+
+def screen_eps(n_features, single):
+    """``(eps, tiny)``: ``|approx - exact| <= eps (|x'| + |c'|)^2 + tiny (2 (|x'| + |c'|) sqrt(d)
+    + d + 1)`` for the screened distance of a row ``x`` to a center ``c``.
+
+    ``x' = fl(x - s)`` and ``c' = fl(c - s)`` are rounded to the product's precision ``u_g``
+    (2^-24 for float32, 2^-53 for float64; ``u = 2^-53``). The shift moves each coordinate
+    difference by at most ``(u_g + u)(|x'_f| + |c'_f|)``, hence the squared distance by
+    ``2.1 u_g S^2`` (``S = |x'| + |c'|``); the product's dot errs by ``d u_g |x'| |c'| <= d u_g
+    S^2 / 4`` (any summation order, with or without FMA), doubled in the expansion; the float64
+    norms by ``d u (|x'|^2 + |c'|^2)``; the expansion's own roundings by ``3 u S^2``; the exact
+    kernel by ``(d + 2) u`` relative. In all ``(d/2 + 2.1) u_g + (2d + 8) u``, times 1.1 for the
+    second-order terms. ``tiny`` covers underflow (subnormal spacing of the product's type).
+    """
+    u = 2.0 ** -53
+    u_g = 2.0 ** -24 if single else u
+    eps = 1.1 * ((0.5 * n_features + 2.1) * u_g + (2.0 * n_features + 8.0) * u)
+    tiny = 2.0 ** -148 if single else 2.0 ** -1070
+    return eps, tiny
+
+
+def uses_screen(n_features, n_clusters):
+    """Whether Lloyd screens rows with a BLAS product for this shape."""
+    return n_features >= SCREEN_MIN_FEATURES and n_clusters >= SCREEN_MIN_CLUSTERS
+
+
+def make_screen(n_features, n_clusters, single=True, screen=None):
+    """The :class:`Screen` buffers for this shape (empty ones where ``screen`` is False, or None
+    and :func:`uses_screen` says no).
+
+    ``single``: a float32 product (twice BLAS's float64 rate; the bound is wider but still
+    rigorous). Choose float64 for data whose spread would overflow or underflow float32.
+    """
+    dtype = np.float32 if single else np.float64
+    if screen is None:
+        screen = uses_screen(n_features, n_clusters)
+    if not screen:
+        return Screen(np.empty((0, 0), dtype=np.float32), np.empty(0), np.empty(0), np.empty(0),
+                      0.0, 0.0)
+    eps, tiny = screen_eps(n_features, single)
+    return Screen(np.empty((n_features, n_clusters), dtype=dtype), np.empty(n_clusters),
+                  np.empty(n_clusters), np.empty(n_features), eps, tiny)
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def _screened_nearest(X, i, centers, dots, norms, center_norms, buf):
-    """``(a, dist, second)`` of row ``i``: nearest center and squared distance as the exact scan
-    finds them, and a lower bound on the squared distance to every other center, from a BLAS
-    product.
+def _refresh_screen(centers, screen):
+    """Fill ``screen`` from ``centers`` float64 (k, d): shift = their mean."""
+    k, d = centers.shape
+    shift = screen.shift
+    shift[:] = 0.0
+    for j in range(k):
+        for f in range(d):
+            shift[f] += centers[j, f]
+    for f in range(d):
+        shift[f] /= k
+    for j in range(k):
+        acc = 0.0
+        for f in range(d):
+            screen.centers_t[f, j] = centers[j, f] - shift[f]
+            t = np.float64(screen.centers_t[f, j])
+            acc += t * t
+        screen.norms[j] = acc
+        screen.roots[j] = np.sqrt(acc)
 
-    ``dots[i, j]`` is ``X[i] . centers[j]`` in any summation order; then
-    ``norms[i] - 2 dots[i, j] + center_norms[j]`` is within ``e_j = 4 (d + 2) u (|x| + |c_j|)^2``
-    of the exact kernel's squared distance (u = 2^-53; dot products of length d err by at most
-    ``d u |x| |c|``, the exact sum by ``d u`` relative). Only centers whose interval can reach the
-    smallest upper bound get their exact distance (:func:`~fedcore.kernels.distances.own_distance`,
-    same bits as :func:`~fedcore.kernels.distances.row_distances`); every exact minimum is among
-    them, so ``a`` (lowest index on ties) and ``dist`` equal the exact scan's.
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _screen_block(X, rows, centers, screen, block, dots, labels, lower, distances):
+    """Nearest center of each row in ``rows`` (exact, lowest index on ties) through one BLAS
+    product; ``lower`` gets a lower bound on the distance to every other center.
+
+    ``block`` (BLOCK_ROWS, d) and ``dots`` (BLOCK_ROWS, k) are scratch in the product's type.
     """
+    m = rows.shape[0]
+    d = X.shape[1]
     k = centers.shape[0]
-    eps = 4.0 * (X.shape[1] + 2) * 2.0 ** -53
-    x = np.sqrt(norms[i])
-    best_upper = np.inf
+    xs = block[:m]
+    out = dots[:m]
+    norms = np.empty(m)
+    for r in range(m):
+        i = rows[r]
+        acc = 0.0
+        for f in range(d):
+            xs[r, f] = np.float64(X[i, f]) - screen.shift[f]
+            t = np.float64(xs[r, f])
+            acc += t * t
+        norms[r] = acc
+    np.dot(xs, screen.centers_t, out)
+    eps, tiny = screen.eps, screen.tiny
+    root_d = np.sqrt(d)
+    root_max = 0.0
     for j in range(k):
-        approx = norms[i] - 2.0 * dots[i, j] + center_norms[j]
-        err = eps * (x + np.sqrt(center_norms[j])) ** 2
-        buf[j] = approx - err
-        best_upper = min(best_upper, approx + err)
-    a = 0
-    dist = np.inf
-    for j in range(k):
-        if buf[j] <= best_upper:
-            buf[j] = own_distance(X, i, centers, j)
-            if buf[j] < dist:
-                dist = buf[j]
-                a = j
-    second = np.inf
-    for j in range(k):
-        if j != a and buf[j] < second:
-            second = buf[j]
-    return a, dist, second
+        root_max = max(root_max, screen.roots[j])
+    for r in range(m):
+        i = rows[r]
+        nx = norms[r]
+        x = np.sqrt(nx)
+        # The two smallest approximations (branches rarely taken: no dependency chain).
+        m1, j1, m2 = np.inf, 0, np.inf
+        for j in range(k):
+            approx = nx - 2.0 * np.float64(out[r, j]) + screen.norms[j]
+            if approx < m2:
+                if approx < m1:
+                    m1, j1, m2 = approx, j, m1
+                else:
+                    m2 = approx
+        s = x + screen.roots[j1]
+        upper = m1 + eps * s * s + tiny * (2.0 * s * root_d + d + 1.0)  # >= exact d(x, c_j1)
+        s = x + root_max
+        err_max = eps * s * s + tiny * (2.0 * s * root_d + d + 1.0)  # >= every center's error
+        a = j1
+        if m2 - err_max > upper:  # c_j1 is the only candidate
+            dist = own_distance(X, i, centers, j1)
+        else:  # every center whose interval reaches the upper bound, exactly
+            dist = np.inf
+            for j in range(k):
+                approx = nx - 2.0 * np.float64(out[r, j]) + screen.norms[j]
+                if approx - err_max <= upper:
+                    exact = own_distance(X, i, centers, j)
+                    if exact < dist:  # ascending j: the lowest index wins ties
+                        dist = exact
+                        a = j
+        labels[i] = a
+        distances[i] = dist
+        # Every other center j has d(x, c_j) >= approx_j - err_max >= (m2 if a is j1 else m1).
+        lower[i] = np.sqrt(max((m2 if a == j1 else m1) - err_max, 0.0))
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
-def _chunk_pass(X, weights, centers, centers_t, half_sep, margin, use_bounds, labels, lower,
-                distances, part_sums, part_weights, part_inertia, c, dots, norms, center_norms):
-    """Assignment and partial M-step statistics of rows chunk ``c`` (one Lloyd E-step).
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _block_distances(X, rows, centers_t, block_t, dists_t):
+    """OUT ``dists_t[j, r]``: the exact kernel's squared distance from ``X[rows[r]]`` to center
+    ``j`` (``block_t`` (d, BLOCK_ROWS) scratch: the rows, transposed)."""
+    m = rows.shape[0]
+    d, k = centers_t.shape
+    for r in range(m):
+        for f in range(d):
+            block_t[f, r] = np.float64(X[rows[r], f])
+    for j in range(k):
+        acc = dists_t[j]
+        acc[:m] = 0.0
+        for f in range(d):
+            c = centers_t[f, j]
+            x = block_t[f]
+            for r in range(m):
+                t = x[r] - c
+                acc[r] += t * t
 
-    With a non-empty ``dots`` (the BLAS product ``X @ centers.T``), rows are screened
-    (:func:`_screened_nearest`) instead of scanned; the outputs are the same bits.
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _scan_block(X, rows, centers_t, block_t, dists_t, nearest, labels, lower, distances):
+    """Nearest center of each row in ``rows`` by the exact scan, a block of rows at a time.
+
+    The rows are transposed into ``block_t`` (d, BLOCK_ROWS) so that the innermost loops run
+    over rows: each distance is still summed over features in order, with the same roundings as
+    :func:`~fedcore.kernels.distances.row_distances` (same bits), but the rows of a block are
+    independent vector lanes instead of one dependency chain each, and the running minimum is
+    branch-free. ``nearest`` (3, BLOCK_ROWS) scratch. OUT ``labels``, ``distances`` (lowest index
+    on ties) and ``lower`` (the exact distance to the nearest other center).
     """
-    n, d = X.shape
+    _block_distances(X, rows, centers_t, block_t, dists_t)
+    m = rows.shape[0]
+    best, second, arg = nearest[0], nearest[1], nearest[2]
+    for r in range(m):
+        best[r] = dists_t[0, r]
+        second[r] = np.inf
+        arg[r] = 0.0
+    for j in range(1, centers_t.shape[1]):
+        v = dists_t[j]
+        for r in range(m):
+            closer = v[r] < best[r]
+            second[r] = best[r] if closer else (v[r] if v[r] < second[r] else second[r])
+            arg[r] = j if closer else arg[r]
+            best[r] = v[r] if closer else best[r]
+    for r in range(m):
+        i = rows[r]
+        labels[i] = np.int64(arg[r])
+        distances[i] = best[r]
+        lower[i] = np.sqrt(second[r])
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, labels, lower,
+                distances):
+    """E-step of rows ``start:stop``: OUT ``labels``, ``distances`` (exact, as the plain scan) and,
+    with ``bounds``, IN/OUT ``lower`` (rows whose bound proves their label skip the scan)."""
     k = centers.shape[0]
-    buf = np.empty(k)
-    screen = dots.shape[0] > 0
-    acc = 0.0
-    part_sums[c] = 0.0
-    part_weights[c] = 0.0
-    for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
-        skip = False
-        a = 0
-        dist = 0.0
-        if use_bounds and not screen and lower[i] > 0.0:
+    pending = np.empty(stop - start, dtype=np.int64)
+    m = 0
+    for i in range(start, stop):
+        if lower[i] > 0.0:
             a = labels[i]
             dist = own_distance(X, i, centers, a)
-            bound = max(lower[i], half_sep[a])
-            skip = np.sqrt(dist) + margin < bound
-            if skip:  # |x - c_j| >= |c_a - c_j| - |x - c_a| >= 2 half_sep[a] - |x - c_a|
-                lower[i] = max(lower[i], 2.0 * half_sep[a] - np.sqrt(dist))
-        if screen:  # screened iterations use no bounds (skip stays False) but leave one
-            a, dist, second = _screened_nearest(X, i, centers, dots, norms, center_norms, buf)
-            labels[i] = a
-            if use_bounds:
-                lower[i] = np.sqrt(max(second, 0.0))
-        elif not skip:
-            a, dist, second = nearest_two(X, i, centers_t, buf)
-            labels[i] = a
-            if use_bounds:
-                lower[i] = np.sqrt(second)
-        distances[i] = dist
-        w = weights[i]
-        acc += w * dist
-        part_weights[c, a] += w
-        for f in range(d):
-            part_sums[c, a, f] += w * np.float64(X[i, f])
-    part_inertia[c] = acc
+            root = np.sqrt(dist)
+            if root + margin < max(lower[i], half_sep[a]):
+                # |x - c_j| >= |c_a - c_j| - |x - c_a| >= 2 half_sep[a] - |x - c_a|
+                lower[i] = max(lower[i], 2.0 * half_sep[a] - root)
+                distances[i] = dist
+                continue
+        pending[m] = i
+        m += 1
+    if screen.centers_t.shape[0] > 0:
+        block = np.empty((BLOCK_ROWS, X.shape[1]), dtype=screen.centers_t.dtype)
+        dots = np.empty((BLOCK_ROWS, k), dtype=screen.centers_t.dtype)
+        for b in range(0, m, BLOCK_ROWS):
+            _screen_block(X, pending[b:min(m, b + BLOCK_ROWS)], centers, screen, block, dots,
+                          labels, lower, distances)
+    else:
+        block_t = np.empty((X.shape[1], BLOCK_ROWS))
+        dists_t = np.empty((k, BLOCK_ROWS))
+        nearest = np.empty((3, BLOCK_ROWS))
+        for b in range(0, m, BLOCK_ROWS):
+            _scan_block(X, pending[b:min(m, b + BLOCK_ROWS)], centers_t, block_t, dists_t,
+                        nearest, labels, lower, distances)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
-def _merge(part_sums, part_weights, part_inertia, center_sums, weight_sums):
-    """Serial merge of the chunk partials in chunk order; returns the inertia."""
-    center_sums[:] = 0.0
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _chunk_statistics(X, weights, labels, distances, start, stop, sums, weight_sums):
+    """OUT ``sums`` (k, d) and ``weight_sums`` (k,): the M-step sums of rows ``start:stop`` in
+    row order; returns their weighted inertia."""
+    sums[:] = 0.0
     weight_sums[:] = 0.0
-    inertia = 0.0
-    for c in range(part_inertia.shape[0]):
+    acc = 0.0
+    for i in range(start, stop):
+        a = labels[i]
+        w = weights[i]
+        acc += w * distances[i]
+        weight_sums[a] += w
+        for f in range(X.shape[1]):
+            sums[a, f] += w * np.float64(X[i, f])
+    return acc
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _merge(part_sums, part_weights, part_inertia, n_parts, center_sums, weight_sums, inertia):
+    """Add the first ``n_parts`` chunk partials, in chunk order, to the totals; returns the
+    inertia so far."""
+    for c in range(n_parts):
         inertia += part_inertia[c]
         for j in range(weight_sums.shape[0]):
             weight_sums[j] += part_weights[c, j]
@@ -124,23 +307,18 @@ def _merge(part_sums, part_weights, part_inertia, center_sums, weight_sums):
     return inertia
 
 
-@chunked_kernel
-def _lloyd_chunks(X, weights, centers, half_sep, margin, use_bounds, labels, lower, distances,
-                  center_sums, weight_sums):
-    n, d = X.shape
-    k = centers.shape[0]
-    centers_t = np.ascontiguousarray(centers.T)
+def _wave_size(n, k, d):
+    """Chunks whose partials are held at once: about ``_WAVE_BYTES``, a multiple of Numba's
+    thread count, at least one per thread (the results do not depend on it)."""
     n_chunks = max(1, -(-n // CHUNK_SIZE))
-    part_sums = np.empty((n_chunks, k, d))
-    part_weights = np.empty((n_chunks, k))
-    part_inertia = np.empty(n_chunks)
-    no_dots = np.empty((0, 0))
-    no_norms = np.empty(0)
-    for c in prange(n_chunks):
-        _chunk_pass(X, weights, centers, centers_t, half_sep, margin, use_bounds, labels, lower,
-                    distances, part_sums, part_weights, part_inertia, c, no_dots, no_norms,
-                    no_norms)
-    return _merge(part_sums, part_weights, part_inertia, center_sums, weight_sums)
+    threads = numba.get_num_threads()
+    per_chunk = 8 * (k * d + k + 1)
+    size = max(1, _WAVE_BYTES // per_chunk)
+    size = max(threads, size - size % threads)
+    return min(n_chunks, size)
+
+
+_NO_SCREEN = make_screen(1, 1)
 
 
 def lloyd_iteration(X, weights, centers, labels, distances, center_sums, weight_sums):
@@ -161,17 +339,17 @@ def lloyd_iteration(X, weights, centers, labels, distances, center_sums, weight_
     inertia : float
         ``sum_i weights[i] * distances[i]`` for the given centers (MUFC eq. (1), weighted).
     """
-    return _plain(_lloyd_chunks, X, weights, centers, labels, distances, center_sums, weight_sums)
+    return _one_estep(_lloyd_loop, X, weights, centers, labels, distances, center_sums,
+                      weight_sums)
 
 
-def _plain(kernel, X, weights, centers, labels, distances, center_sums, weight_sums):
-    empty = np.empty(0)
-    return kernel(X, weights, centers, empty, 0.0, False, labels, empty, distances, center_sums,
-                  weight_sums)
-
-
-# The same computation run as plain Python (row_distances stays compiled), for tests.
-lloyd_iteration.py_func = functools.partial(_plain, _lloyd_chunks.py_func)
+def _one_estep(loop, X, weights, centers, labels, distances, center_sums, weight_sums):
+    # max_iter = 0: one E-step with every row scanned (no bound yet), no relocation, no update.
+    inertia, _, _ = loop(X, weights, np.array(centers, dtype=np.float64), 0, 0.0, 0.0, labels,
+                         distances, center_sums, weight_sums,
+                         _wave_size(X.shape[0], centers.shape[0], X.shape[1]), _NO_SCREEN,
+                         _empty_trace(), NO_PRIOR)
+    return inertia
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
@@ -228,51 +406,85 @@ def relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sum
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def _row_norms(X64):
-    norms = np.empty(X64.shape[0])
-    for i in range(X64.shape[0]):
-        norms[i] = np.sum(X64[i] * X64[i])
-    return norms
+def _record(trace, it, labels, lower, distances, centers, moved):
+    trace = grow_trace(trace, it)
+    trace.labels[it] = labels
+    trace.lower[it] = lower
+    trace.distances[it] = distances
+    trace.centers[it] = centers
+    trace.moved[it] = moved
+    return trace
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _update_centers(centers, center_sums, weight_sums, take_prior, dirty, next_prior, drifts):
+    """Mean update (clean clusters of a sparse replay take the prior's next centers). OUT
+    ``drifts`` (k,): how far each center moved; returns the total squared shift."""
+    k, d = centers.shape
+    shift = 0.0
+    for j in range(k):
+        drift = 0.0
+        if take_prior and not dirty[j]:
+            for f in range(d):
+                t = next_prior[j, f] - centers[j, f]
+                drift += t * t
+                centers[j, f] = next_prior[j, f]
+        elif weight_sums[j] > 0.0:
+            for f in range(d):
+                new = center_sums[j, f] / weight_sums[j]
+                t = new - centers[j, f]
+                drift += t * t
+                centers[j, f] = new
+        shift += drift
+        drifts[j] = np.sqrt(drift)
+    return shift
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _loosen_bounds(labels, lower, drifts):
+    """Hamerly's bound update: each row's lower bound drops by the largest move of a center other
+    than its own."""
+    top, top_j, runner = top_two(drifts)
+    for i in range(labels.shape[0]):
+        lower[i] -= runner if labels[i] == top_j else top
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _same_labels(labels, labels_old):
+    """Whether no label changed; OUT ``labels_old`` = ``labels``."""
+    same = True
+    for i in range(labels.shape[0]):
+        if labels[i] != labels_old[i]:
+            same = False
+            labels_old[i] = labels[i]
+    return same
 
 
 @chunked_kernel
-def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, X64, trace, prior):
-    """:func:`lloyd_run` that records its E-steps (``trace``) and replays a prior run's
-    (``prior``); the results are the same bits either way. Returns ``(inertia, n_iter, trace)``.
+def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, center_sums,
+                weight_sums, wave, screen, trace, prior):
+    """The compiled loop of :func:`lloyd_core`; returns ``(inertia, n_iter, trace)``. OUT
+    ``center_sums`` (k, d), ``weight_sums`` (k,): scratch, the M-step totals of the last E-step.
 
-    ``trace = (labels, lower, dist, centers, moved)``: int64 (m, n), float64 (m, n), float64 (m, n),
-    float64 (m, k, d), bool (m,), with m = 0 (no record) or any initial capacity (doubled as
-    needed). Row ``t`` gets, after E-step ``t`` and the relocation of empty clusters, the labels, a
-    lower bound on each row's distance to its other centers, the squared distances, the centers
-    of E-step ``t`` and whether a cluster was empty. The returned trace has ``n_iter + 1`` rows.
-
-    ``prior = (weights, labels, lower, dist, centers, moved, rows, gone)``: the old weights and the
-    trace of a run from the same initial centers (``labels`` with 0 rows: no prior); ``rows[i]``
-    the prior row of row ``i`` or -1, ``gone`` the prior rows absent now. E-steps are replayed
-    (:mod:`fedcore.kernels.lloyd_replay`) until the prior's last one or its first empty cluster;
-    with one chunk of rows in both runs only the rows and clusters touched by the change are
-    recomputed.
+    Each E-step runs a ``prange`` over a wave of chunks (bounded, screened E-step and M-step
+    partials of each chunk), then merges the wave's partials in chunk order (``wave`` chunks at
+    a time, :func:`_wave_size`).
     """
     n, d = X.shape
     k = centers.shape[0]
-    n_chunks = max(1, -(-n // CHUNK_SIZE))
-    part_sums = np.empty((n_chunks, k, d))
-    part_weights = np.empty((n_chunks, k))
-    part_inertia = np.empty(n_chunks)
-    labels_old = np.full(n, -1, dtype=np.int64)
+    labels_old = np.full(n, -1, dtype=np.int32)
     labels[:] = 0
     lower = np.zeros(n)
-    center_sums = np.empty((k, d))
-    weight_sums = np.empty(k)
+    n_chunks = max(1, -(-n // CHUNK_SIZE))
+    part_sums = np.empty((wave, k, d))
+    part_weights = np.empty((wave, k))
+    part_inertia = np.empty(wave)
     half_sep = np.zeros(k)
-    screen = X64.shape[0] > 0
-    norms = np.empty(0)  # of the rows, at the first screened E-step
-    center_norms = np.empty(k)
-    no_dots = np.empty((0, 0))
-    record = trace[0].shape[0] > 0
-    p_weights, p_labels, p_lower, p_dist, p_centers, p_moved, p_rows, p_gone = prior
-    n_prior = p_labels.shape[0]
-    one_chunk = n <= CHUNK_SIZE and p_weights.shape[0] <= CHUNK_SIZE
+    drifts = np.empty(k)
+    record = trace.labels.shape[0] > 0
+    p_trace = prior.trace
+    n_prior = p_trace.labels.shape[0]
+    one_chunk = n <= CHUNK_SIZE and prior.weights.shape[0] <= CHUNK_SIZE
     moves = np.empty(k)
     dirty = np.ones(k, dtype=np.bool_)
     buf = np.empty(k)
@@ -281,39 +493,44 @@ def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, X6
     for it in range(max_iter + 1):
         replay = it < n_prior
         sparse = replay and one_chunk
-        centers_t = np.ascontiguousarray(centers.T)
         if replay:
-            top, top_j, runner = center_moves(centers, p_centers[it], moves)
+            top, top_j, runner = center_moves(centers, p_trace.centers[it], moves)
             if sparse:
-                sparse_estep(X, centers, centers_t, moves, top_j, top, runner, p_labels[it],
-                             p_lower[it], p_dist[it], p_rows, margin, labels, lower, distances,
-                             buf)
+                centers_t = np.ascontiguousarray(centers.T)
+                sparse_estep(X, centers, centers_t, moves, top_j, top, runner,
+                             p_trace.labels[it], p_trace.lower[it], p_trace.distances[it],
+                             prior.rows, margin, labels, lower, distances, buf)
                 inertia = 0.0
                 for i in range(n):
                     inertia += weights[i] * distances[i]
             else:
-                prime_bounds(moves, top_j, top, runner, p_labels[it], p_lower[it], p_rows,
-                             labels, lower)
+                prime_bounds(moves, top_j, top, runner, p_trace.labels[it], p_trace.lower[it],
+                             prior.rows, labels, lower)
         if not sparse:
-            if not screen:  # screened rows need no bound (and this costs k^2 d / 2)
-                half_separation(centers, half_sep)
-            dots = no_dots
-            if screen and not replay:
-                if norms.shape[0] == 0:
-                    norms = _row_norms(X64)
-                dots = np.dot(X64, centers_t)
-                for j in range(k):
-                    center_norms[j] = np.sum(centers[j] * centers[j])
-            for c in prange(n_chunks):
-                _chunk_pass(X, weights, centers, centers_t, half_sep, margin, True, labels,
-                            lower, distances, part_sums, part_weights, part_inertia, c, dots,
-                            norms, center_norms)
-            inertia = _merge(part_sums, part_weights, part_inertia, center_sums, weight_sums)
+            half_separation(centers, half_sep)
+            centers_t = np.ascontiguousarray(centers.T)
+            if screen.centers_t.shape[0] > 0:
+                _refresh_screen(centers, screen)
+            center_sums[:] = 0.0
+            weight_sums[:] = 0.0
+            inertia = 0.0
+            for first in range(0, n_chunks, wave):
+                n_parts = min(wave, n_chunks - first)
+                for p in prange(n_parts):
+                    start = (first + p) * CHUNK_SIZE
+                    stop = min(n, start + CHUNK_SIZE)
+                    _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop,
+                                labels, lower, distances)
+                    part_inertia[p] = _chunk_statistics(X, weights, labels, distances, start,
+                                                        stop, part_sums[p], part_weights[p])
+                inertia = _merge(part_sums, part_weights, part_inertia, n_parts, center_sums,
+                                 weight_sums, inertia)
         # Clusters of a sparse replay that are clean take the prior's next center (same bits,
         # unless a relocation made it).
-        take_prior = sparse and it < max_iter and it + 1 < n_prior and not p_moved[it]
+        take_prior = sparse and it < max_iter and it + 1 < n_prior and not p_trace.moved[it]
         if take_prior:
-            mark_dirty(weights, p_weights, p_rows, p_gone, labels, p_labels[it], dirty)
+            mark_dirty(weights, prior.weights, prior.rows, prior.gone, labels, p_trace.labels[it],
+                       dirty)
             take_prior = sparse_sums(X, weights, labels, dirty, center_sums, weight_sums)
         if sparse and not take_prior and it < max_iter:  # every cluster summed, row by row
             dirty[:] = True
@@ -324,76 +541,82 @@ def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, X6
                 moved = moved or weight_sums[j] == 0.0
             relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sums)
         if record:
-            trace = grow_trace(trace, it)
-            trace[0][it] = labels
-            trace[1][it] = lower
-            trace[2][it] = distances
-            trace[3][it] = centers
-            trace[4][it] = moved
+            trace = _record(trace, it, labels, lower, distances, centers, moved)
         if it == max_iter:  # the final E-step for the final centers
             break
         n_iter = it + 1
-        shift = 0.0
-        max_drift = 0.0
-        for j in range(k):
-            if take_prior and not dirty[j]:
-                drift = 0.0
-                for f in range(d):
-                    t = p_centers[it + 1, j, f] - centers[j, f]
-                    drift += t * t
-                    centers[j, f] = p_centers[it + 1, j, f]
-            elif weight_sums[j] > 0.0:
-                drift = 0.0
-                for f in range(d):
-                    new = center_sums[j, f] / weight_sums[j]
-                    t = new - centers[j, f]
-                    drift += t * t
-                    centers[j, f] = new
-            else:
-                continue
-            shift += drift
-            max_drift = max(max_drift, np.sqrt(drift))
-        for i in range(n):
-            lower[i] -= max_drift
-        same = True
-        for i in range(n):
-            if labels[i] != labels_old[i]:
-                same = False
-                break
-        if same or shift <= tol:
+        next_prior = p_trace.centers[it + 1] if take_prior else centers
+        shift = _update_centers(centers, center_sums, weight_sums, take_prior, dirty, next_prior,
+                                drifts)
+        _loosen_bounds(labels, lower, drifts)
+        if _same_labels(labels, labels_old) or shift <= tol:
             max_iter = it + 1  # one more pass: the final E-step
-        else:
-            labels_old[:] = labels
     m = n_iter + 1 if record else 0
-    return inertia, n_iter, (trace[0][:m], trace[1][:m], trace[2][:m], trace[3][:m],
-                             trace[4][:m])
+    return inertia, n_iter, LloydTrace(trace.labels[:m], trace.lower[:m], trace.distances[:m],
+                                       trace.centers[:m], trace.moved[:m])
 
 
-_NO_TRACE = (np.empty((0, 0), dtype=np.int64), np.empty((0, 0)), np.empty((0, 0)),
-             np.empty((0, 0, 0)), np.empty(0, dtype=np.bool_))
-_NO_PRIOR = (np.empty(0), np.empty((0, 0), dtype=np.int64), np.empty((0, 0)), np.empty((0, 0)),
-             np.empty((0, 0, 0)), np.empty(0, dtype=np.bool_), np.empty(0, dtype=np.int64),
-             np.empty(0, dtype=np.int64))
+def _empty_trace(n=0, k=0, d=0, capacity=0):
+    return LloydTrace(np.empty((capacity, n), dtype=np.int64), np.empty((capacity, n)),
+                      np.empty((capacity, n)), np.empty((capacity, k, d)),
+                      np.empty(capacity, dtype=np.bool_))
 
 
-def lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances, X64):
-    """Weighted Lloyd from ``centers`` until convergence; returns ``(inertia, n_iter)``.
+NO_PRIOR = LloydPrior(np.empty(0), _empty_trace(), np.empty(0, dtype=np.int64),
+                      np.empty(0, dtype=np.int64))
 
-    ``X64`` is empty (0, 0) or ``X`` itself as float64 (C order); in the latter case each E-step
-    screens rows with one BLAS product ``X64 @ centers.T`` and computes exact distances to the
-    few centers it cannot rule out (:func:`_screened_nearest`), same bits as the plain scan.
-    Worth it when ``d * k`` is large (hundreds of features, tens of centers).
+# The same computation run as plain Python (the per-chunk steps stay compiled), for tests.
+lloyd_iteration.py_func = functools.partial(_one_estep, _lloyd_loop.py_func)
+
+
+@functools.lru_cache(maxsize=None)
+def _blas_controller():
+    """threadpoolctl's controller of the loaded BLAS libraries (scipy's, which Numba calls,
+    included)."""
+    import scipy.linalg.cython_blas  # noqa: F401  (load the BLAS Numba's np.dot calls)
+    from threadpoolctl import ThreadpoolController
+    return ThreadpoolController()
+
+
+def one_blas_thread():
+    """Context holding BLAS to one thread (process-wide): the screen's products run inside
+    fedcore's own threads, where a threaded BLAS would oversubscribe the cores."""
+    return _blas_controller().limit(limits=1, user_api="blas")
+
+
+def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, *, record=False,
+               prior=NO_PRIOR, single=True, screen=None):
+    """Weighted Lloyd from ``centers`` until convergence, optionally recording its E-steps and
+    replaying a prior run's. Returns ``(inertia, n_iter, trace)``: the same bits either way.
 
     IN/OUT ``centers`` float64 (k, d): initial, then final centers. OUT ``labels`` int64 (n,),
-    ``distances`` float64 (n,) for the final centers. Each iteration is the E-step of
-    the bounded chunk pass, then :func:`relocate_empty`, then the mean update. Stops when
-    the labels no longer change (strict convergence), when the squared center shift is at most
-    ``tol`` (absolute), or after ``max_iter`` iterations, as scikit-learn's Lloyd; a last
-    E-step gives labels and inertia for the final centers. The whole loop is compiled because the
-    servers and clients of federated methods run many small problems, where per-iteration
-    interpreter overhead would dominate. :func:`lloyd_core` is the same loop with a record and
-    replay of its E-steps.
+    ``distances`` float64 (n,) for the final centers. Each iteration is the bounded, screened
+    E-step, then :func:`relocate_empty`, then the mean update. Stops when the labels no longer
+    change (strict convergence), when the squared center shift is at most ``tol`` (absolute), or
+    after ``max_iter`` iterations, as scikit-learn's Lloyd; a last E-step gives labels and inertia
+    for the final centers. The whole loop is compiled because the servers and clients of federated
+    methods run many small problems, where per-iteration interpreter overhead would dominate.
+
+    ``record``: return the :class:`LloydTrace` of every E-step (else an empty one). ``prior``: a
+    :class:`LloydPrior` of a run from the same initial centers; E-steps are replayed
+    (:mod:`fedcore.kernels.lloyd_replay`) until the prior's last one or its first empty cluster;
+    with one chunk of rows in both runs only the rows and clusters touched by the change are
+    recomputed. ``single`` and ``screen``: see :func:`make_screen` (``screen`` None: by shape;
+    the results are the same bits whatever they are).
     """
-    inertia, n_iter, _ = lloyd_core(X, weights, centers, max_iter, tol, margin, labels,
-                                    distances, X64, _NO_TRACE, _NO_PRIOR)
+    n, d = X.shape
+    k = centers.shape[0]
+    trace = _empty_trace(n, k, d, 8) if record else _empty_trace()
+    buffers = make_screen(d, k, single, screen)
+    with one_blas_thread() if buffers.centers_t.shape[0] else contextlib.nullcontext():
+        return _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances,
+                           np.empty((k, d)), np.empty(k), _wave_size(n, k, d), buffers, trace,
+                           prior)
+
+
+def lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances, single=True,
+              screen=None):
+    """:func:`lloyd_core` without record or replay; returns ``(inertia, n_iter)``."""
+    inertia, n_iter, _ = lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances,
+                                    single=single, screen=screen)
     return inertia, n_iter

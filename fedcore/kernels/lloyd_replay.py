@@ -12,33 +12,64 @@ the same members, weights and order in both runs ("clean") gets the same sums an
 bits. Only rows and clusters touched by the change ("dirty") are then recomputed: an iteration
 costs O(k d + n + d * rows of dirty clusters), against O(n k d) for a full E-step.
 """
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 from .._config import NUMBA_CACHE
 from .distances import nearest_two, own_distance
 
-__all__ = ["center_moves", "prime_bounds", "sparse_estep", "mark_dirty", "sparse_sums",
-           "grow_trace"]
+__all__ = ["LloydTrace", "LloydPrior", "top_two", "center_moves", "prime_bounds", "sparse_estep",
+           "mark_dirty", "sparse_sums", "grow_trace"]
+
+
+class LloydTrace(NamedTuple):
+    """E-steps of a Lloyd run, row ``t`` after E-step ``t`` and the relocation of empty clusters:
+    ``labels`` int64 (m, n), ``lower`` float64 (m, n) (a lower bound on each row's distance to
+    its other centers), ``distances`` float64 (m, n) (squared, to its center), ``centers``
+    float64 (m, k, d) (the centers of E-step ``t``), ``moved`` bool (m,) (a cluster was empty)."""
+    labels: np.ndarray
+    lower: np.ndarray
+    distances: np.ndarray
+    centers: np.ndarray
+    moved: np.ndarray
+
+
+class LloydPrior(NamedTuple):
+    """A prior run to replay: its ``weights`` float64 (n_prior,), its :class:`LloydTrace`
+    ``trace`` (0 rows: no prior), ``rows`` int64 (n,) (the prior row of each row, or -1) and
+    ``gone`` int64 (the prior rows absent now)."""
+    weights: np.ndarray
+    trace: LloydTrace
+    rows: np.ndarray
+    gone: np.ndarray
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def top_two(moves):
+    """``(top, top_j, runner)``: the largest of ``moves`` (k,), its index and the second largest,
+    so that ``max_{j != a} moves[j]`` is one test."""
+    top, top_j, runner = 0.0, -1, 0.0
+    for j in range(moves.shape[0]):
+        if moves[j] > top:
+            top, top_j, runner = moves[j], j, top
+        elif moves[j] > runner:
+            runner = moves[j]
+    return top, top_j, runner
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def center_moves(centers, old_centers, moves):
-    """OUT ``moves`` (k,): ``|centers[j] - old_centers[j]|``. Returns ``(top, top_j, runner)``,
-    the largest move, its center and the second largest, so ``max_{j != a}`` is one test."""
+    """OUT ``moves`` (k,): ``|centers[j] - old_centers[j]|``. Returns :func:`top_two` of them."""
     k, d = centers.shape
-    top, top_j, runner = 0.0, -1, 0.0
     for j in range(k):
         acc = 0.0
         for f in range(d):
             t = centers[j, f] - old_centers[j, f]
             acc += t * t
         moves[j] = np.sqrt(acc)
-        if moves[j] > top:
-            top, top_j, runner = moves[j], j, top
-        elif moves[j] > runner:
-            runner = moves[j]
-    return top, top_j, runner
+    return top_two(moves)
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
@@ -133,4 +164,4 @@ def grow_trace(trace, it):
     dist[:it] = t_dist[:it]
     centers[:it] = t_centers[:it]
     moved[:it] = t_moved[:it]
-    return labels, lower, dist, centers, moved
+    return LloydTrace(labels, lower, dist, centers, moved)
