@@ -18,7 +18,7 @@ from fedcore.algorithms import _coupled
 from fedcore.algorithms._coupled import CoupledKMeans, _lloyd_traced
 from fedcore.algorithms._rows import add_sparse, match_rows
 from fedcore.algorithms.kmeans import _lloyd, _margin, _tolerance
-from fedcore.kernels.lloyd import NO_PRIOR, LloydPrior
+from fedcore.kernels.lloyd import LloydPrior
 from tests.reference.kmeans_reference import chi_square_against_exact, exact_kmeanspp_distribution
 from tests.test_lloyd import ROW_KINDS, rows_of_kind
 
@@ -170,8 +170,8 @@ def test_lloyd_replay_gives_the_bits_of_a_fresh_run(problem):
     both = np.concatenate([old[1], new[1], init])
     margin = _margin(both, init)
     tol = _tolerance(new[1], 1e-4)
-    recorded = _lloyd_traced(old[1], old[2], init, max_iter, tol, margin, NO_PRIOR)
-    fresh_traced = _lloyd_traced(new[1], new[2], init, max_iter, tol, margin, NO_PRIOR)
+    recorded = _lloyd_traced(old[1], old[2], init, max_iter, tol, margin, None)
+    fresh_traced = _lloyd_traced(new[1], new[2], init, max_iter, tol, margin, None)
     fresh = _lloyd(new[1], new[2], init, max_iter, tol)
     replay = _lloyd_traced(new[1], new[2], init, max_iter, tol, margin,
                            _prior_for(old, new, recorded[3]))
@@ -196,10 +196,10 @@ def test_lloyd_replay_over_several_chunks():
     old, new = (keys, X, w), (keys[keep], X[keep], w2[keep])
     init = X[rng.integers(0, n, 5)]
     margin, tol = _margin(X, init), _tolerance(new[1], 1e-4)
-    recorded = _lloyd_traced(X, w, init, 100, tol, margin, NO_PRIOR)
+    recorded = _lloyd_traced(X, w, init, 100, tol, margin, None)
     replay = _lloyd_traced(new[1], new[2], init, 100, tol, margin,
                            _prior_for(old, new, recorded[3]))
-    fresh_traced = _lloyd_traced(new[1], new[2], init, 100, tol, margin, NO_PRIOR)
+    fresh_traced = _lloyd_traced(new[1], new[2], init, 100, tol, margin, None)
     _assert_same_run(replay, fresh_traced, _lloyd(new[1], new[2], init, 100, tol))
 
 

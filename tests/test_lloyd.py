@@ -335,7 +335,7 @@ def test_kmeans_screens_large_problems_with_the_same_result(monkeypatch):
 
     def spy(*args):
         screen = real(*args)
-        calls.append(screen.centers_t.shape[0] > 0)
+        calls.append(screen is not None)
         return screen
 
     monkeypatch.setattr(lloyd, "make_screen", spy)

@@ -30,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..kernels.distances import pairwise_sq_distances
-from ..kernels.lloyd import NO_PRIOR, LloydPrior, lloyd_core
+from ..kernels.lloyd import LloydPrior, lloyd_core
 from ._rows import match_rows
 from .kmeans import _margin, _single_screen, _tolerance
 from .kmeanspp import _kmeans_plusplus
@@ -217,7 +217,7 @@ class CoupledKMeans:
         def run(seed):
             rows, totals, prior = seed
             centers, inertia, n_iter, trace = _lloyd_traced(
-                X, w, X[rows], self.max_iter, tol, margin, NO_PRIOR if prior is None else prior)
+                X, w, X[rows], self.max_iter, tol, margin, prior)
             return _Restart(np.asarray(rows), totals, trace, centers, inertia, n_iter)
 
         return [run(seed) for seed in seeds]

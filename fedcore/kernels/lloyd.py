@@ -52,7 +52,7 @@ class Screen(NamedTuple):
     """Buffers of the BLAS screen, refreshed from the centers at every E-step.
 
     ``centers_t`` float32 or float64 (d, k): ``(centers - shift).T`` rounded to the product's
-    precision (shape (0, 0): no screening, every pending row is scanned exactly); ``norms`` and
+    precision; ``norms`` and
     ``roots`` float64 (k,): their squared norms and norms; ``shift`` float64 (d,); ``eps`` and
     ``tiny``: the relative and absolute rounding bound of :func:`screen_eps`.
     """
@@ -90,8 +90,8 @@ def uses_screen(n_features, n_clusters):
 
 
 def make_screen(n_features, n_clusters, single=True, screen=None):
-    """The :class:`Screen` buffers for this shape (empty ones where ``screen`` is False, or None
-    and :func:`uses_screen` says no).
+    """The :class:`Screen` buffers for this shape; None (no screen: every pending row is scanned
+    exactly) where ``screen`` is False, or None and :func:`uses_screen` says no.
 
     ``single``: a float32 product (twice BLAS's float64 rate; the bound is wider but still
     rigorous). Choose float64 for data whose spread would overflow or underflow float32.
@@ -100,8 +100,7 @@ def make_screen(n_features, n_clusters, single=True, screen=None):
     if screen is None:
         screen = uses_screen(n_features, n_clusters)
     if not screen:
-        return Screen(np.empty((0, 0), dtype=np.float32), np.empty(0), np.empty(0), np.empty(0),
-                      0.0, 0.0)
+        return None
     eps, tiny = screen_eps(n_features, single)
     return Screen(np.empty((n_features, n_clusters), dtype=dtype), np.empty(n_clusters),
                   np.empty(n_clusters), np.empty(n_features), eps, tiny)
@@ -262,7 +261,7 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
                 continue
         pending[m] = i
         m += 1
-    if screen.centers_t.shape[0] > 0:
+    if screen is not None:
         block = np.empty((BLOCK_ROWS, X.shape[1]), dtype=screen.centers_t.dtype)
         dots = np.empty((BLOCK_ROWS, k), dtype=screen.centers_t.dtype)
         for b in range(0, m, BLOCK_ROWS):
@@ -318,7 +317,6 @@ def _wave_size(n, k, d):
     return min(n_chunks, size)
 
 
-_NO_SCREEN = make_screen(1, 1)
 
 
 def lloyd_iteration(X, weights, centers, labels, distances, center_sums, weight_sums):
@@ -347,8 +345,8 @@ def _one_estep(loop, X, weights, centers, labels, distances, center_sums, weight
     # max_iter = 0: one E-step with every row scanned (no bound yet), no relocation, no update.
     inertia, _, _ = loop(X, weights, np.array(centers, dtype=np.float64), 0, 0.0, 0.0, labels,
                          distances, center_sums, weight_sums,
-                         _wave_size(X.shape[0], centers.shape[0], X.shape[1]), _NO_SCREEN,
-                         _empty_trace(), NO_PRIOR)
+                         _wave_size(X.shape[0], centers.shape[0], X.shape[1]), None,
+                         None, None)
     return inertia
 
 
@@ -377,6 +375,27 @@ def half_separation(centers, out):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
+def _farthest_rows(weights, distances, count):
+    """The ``count`` positive-weight rows of largest ``distances``, largest first, ties by lowest
+    row index (fewer when fewer rows have positive weight): one pass, kept in a sorted buffer."""
+    best = np.empty(count, dtype=np.int64)
+    size = 0
+    for i in range(weights.shape[0]):
+        if weights[i] <= 0.0:
+            continue
+        v = distances[i]
+        if size == count and v <= distances[best[size - 1]]:
+            continue  # rows come in index order: an equal distance stays behind
+        pos = min(size, count - 1)
+        while pos > 0 and distances[best[pos - 1]] < v:
+            best[pos] = best[pos - 1]
+            pos -= 1
+        best[pos] = i
+        size = min(size + 1, count)
+    return best[:size]
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
 def relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sums):
     """Give each empty cluster the farthest positive-weight row (deterministic rule).
 
@@ -385,12 +404,19 @@ def relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sum
     moves with its weight out of its old cluster. IN/OUT ``labels``, ``lower`` (moved rows get 0),
     ``center_sums``, ``weight_sums``.
     """
-    empty = np.flatnonzero(weight_sums == 0.0)
-    if empty.shape[0] == 0:
+    n_empty = 0
+    for j in range(weight_sums.shape[0]):
+        n_empty += weight_sums[j] == 0.0
+    if n_empty == 0:
         return
-    candidates = np.flatnonzero(weights > 0.0)
-    order = candidates[np.argsort(-distances[candidates], kind="mergesort")]
-    for e in range(min(empty.shape[0], order.shape[0])):
+    empty = np.empty(n_empty, dtype=np.int64)  # before any move empties another cluster
+    e = 0
+    for j in range(weight_sums.shape[0]):
+        if weight_sums[j] == 0.0:
+            empty[e] = j
+            e += 1
+    order = _farthest_rows(weights, distances, n_empty)
+    for e in range(order.shape[0]):
         j = empty[e]
         row = order[e]
         old = labels[row]
@@ -460,11 +486,50 @@ def _same_labels(labels, labels_old):
     return same
 
 
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _replay_estep(X, weights, centers, margin, prior, it, labels, lower, distances, moves, buf):
+    """E-step ``it`` from the prior's: a sparse replay (one chunk in both runs) sets every row and
+    returns ``(True, inertia)``; otherwise the bounds are primed for the full E-step and
+    ``(False, 0.0)`` is returned."""
+    p_trace = prior.trace
+    top, top_j, runner = center_moves(centers, p_trace.centers[it], moves)
+    if X.shape[0] <= CHUNK_SIZE and prior.weights.shape[0] <= CHUNK_SIZE:
+        centers_t = np.ascontiguousarray(centers.T)
+        sparse_estep(X, centers, centers_t, moves, top_j, top, runner, p_trace.labels[it],
+                     p_trace.lower[it], p_trace.distances[it], prior.rows, margin, labels, lower,
+                     distances, buf)
+        inertia = 0.0
+        for i in range(X.shape[0]):
+            inertia += weights[i] * distances[i]
+        return True, inertia
+    prime_bounds(moves, top_j, top, runner, p_trace.labels[it], p_trace.lower[it], prior.rows,
+                 labels, lower)
+    return False, 0.0
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _replay_sums(X, weights, prior, it, last, labels, dirty, center_sums, weight_sums):
+    """M-step sums of a sparse replay. Returns whether the clean clusters take the prior's next
+    centers (same bits, unless a relocation made them): then only the dirty ones are summed."""
+    p_trace = prior.trace
+    take_prior = not last and it + 1 < p_trace.labels.shape[0] and not p_trace.moved[it]
+    if take_prior:
+        mark_dirty(weights, prior.weights, prior.rows, prior.gone, labels, p_trace.labels[it],
+                   dirty)
+        take_prior = sparse_sums(X, weights, labels, dirty, center_sums, weight_sums)
+    if not take_prior and not last:  # every cluster summed, row by row
+        dirty[:] = True
+        sparse_sums(X, weights, labels, dirty, center_sums, weight_sums)
+    return take_prior
+
+
 @chunked_kernel
 def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, center_sums,
                 weight_sums, wave, screen, trace, prior):
     """The compiled loop of :func:`lloyd_core`; returns ``(inertia, n_iter, trace)``. OUT
     ``center_sums`` (k, d), ``weight_sums`` (k,): scratch, the M-step totals of the last E-step.
+    ``trace`` and ``prior`` may be None: Numba then compiles a loop without the record or the
+    replay (a smaller, faster-compiling specialisation).
 
     Each E-step runs a ``prange`` over a wave of chunks (bounded, screened E-step and M-step
     partials of each chunk), then merges the wave's partials in chunk order (``wave`` chunks at
@@ -481,35 +546,22 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     part_inertia = np.empty(wave)
     half_sep = np.zeros(k)
     drifts = np.empty(k)
-    record = trace.labels.shape[0] > 0
-    p_trace = prior.trace
-    n_prior = p_trace.labels.shape[0]
-    one_chunk = n <= CHUNK_SIZE and prior.weights.shape[0] <= CHUNK_SIZE
     moves = np.empty(k)
     dirty = np.ones(k, dtype=np.bool_)
     buf = np.empty(k)
+    kept = trace  # grown as needed (the argument itself must stay unassigned for the pruning)
     n_iter = 0
     inertia = 0.0
     for it in range(max_iter + 1):
-        replay = it < n_prior
-        sparse = replay and one_chunk
-        if replay:
-            top, top_j, runner = center_moves(centers, p_trace.centers[it], moves)
-            if sparse:
-                centers_t = np.ascontiguousarray(centers.T)
-                sparse_estep(X, centers, centers_t, moves, top_j, top, runner,
-                             p_trace.labels[it], p_trace.lower[it], p_trace.distances[it],
-                             prior.rows, margin, labels, lower, distances, buf)
-                inertia = 0.0
-                for i in range(n):
-                    inertia += weights[i] * distances[i]
-            else:
-                prime_bounds(moves, top_j, top, runner, p_trace.labels[it], p_trace.lower[it],
-                             prior.rows, labels, lower)
+        sparse = False
+        if prior is not None:
+            if it < prior.trace.labels.shape[0]:
+                sparse, inertia = _replay_estep(X, weights, centers, margin, prior, it, labels,
+                                                lower, distances, moves, buf)
         if not sparse:
             half_separation(centers, half_sep)
             centers_t = np.ascontiguousarray(centers.T)
-            if screen.centers_t.shape[0] > 0:
+            if screen is not None:
                 _refresh_screen(centers, screen)
             center_sums[:] = 0.0
             weight_sums[:] = 0.0
@@ -525,45 +577,41 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
                                                         stop, part_sums[p], part_weights[p])
                 inertia = _merge(part_sums, part_weights, part_inertia, n_parts, center_sums,
                                  weight_sums, inertia)
-        # Clusters of a sparse replay that are clean take the prior's next center (same bits,
-        # unless a relocation made it).
-        take_prior = sparse and it < max_iter and it + 1 < n_prior and not p_trace.moved[it]
-        if take_prior:
-            mark_dirty(weights, prior.weights, prior.rows, prior.gone, labels, p_trace.labels[it],
-                       dirty)
-            take_prior = sparse_sums(X, weights, labels, dirty, center_sums, weight_sums)
-        if sparse and not take_prior and it < max_iter:  # every cluster summed, row by row
-            dirty[:] = True
-            sparse_sums(X, weights, labels, dirty, center_sums, weight_sums)
+        take_prior = False
+        next_prior = centers
+        if prior is not None:
+            if sparse:
+                take_prior = _replay_sums(X, weights, prior, it, it == max_iter, labels, dirty,
+                                          center_sums, weight_sums)
+                if take_prior:
+                    next_prior = prior.trace.centers[it + 1]
         moved = False
         if it < max_iter and not take_prior:
             for j in range(k):
                 moved = moved or weight_sums[j] == 0.0
             relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sums)
-        if record:
-            trace = _record(trace, it, labels, lower, distances, centers, moved)
+        if trace is not None:
+            kept = _record(kept, it, labels, lower, distances, centers, moved)
         if it == max_iter:  # the final E-step for the final centers
             break
         n_iter = it + 1
-        next_prior = p_trace.centers[it + 1] if take_prior else centers
         shift = _update_centers(centers, center_sums, weight_sums, take_prior, dirty, next_prior,
                                 drifts)
         _loosen_bounds(labels, lower, drifts)
         if _same_labels(labels, labels_old) or shift <= tol:
             max_iter = it + 1  # one more pass: the final E-step
-    m = n_iter + 1 if record else 0
-    return inertia, n_iter, LloydTrace(trace.labels[:m], trace.lower[:m], trace.distances[:m],
-                                       trace.centers[:m], trace.moved[:m])
+    if trace is None:
+        return inertia, n_iter, trace
+    m = n_iter + 1
+    return inertia, n_iter, LloydTrace(kept.labels[:m], kept.lower[:m], kept.distances[:m],
+                                       kept.centers[:m], kept.moved[:m])
 
 
-def _empty_trace(n=0, k=0, d=0, capacity=0):
+def _empty_trace(n, k, d, capacity):
     return LloydTrace(np.empty((capacity, n), dtype=np.int64), np.empty((capacity, n)),
                       np.empty((capacity, n)), np.empty((capacity, k, d)),
                       np.empty(capacity, dtype=np.bool_))
 
-
-NO_PRIOR = LloydPrior(np.empty(0), _empty_trace(), np.empty(0, dtype=np.int64),
-                      np.empty(0, dtype=np.int64))
 
 # The same computation run as plain Python (the per-chunk steps stay compiled), for tests.
 lloyd_iteration.py_func = functools.partial(_one_estep, _lloyd_loop.py_func)
@@ -585,7 +633,7 @@ def one_blas_thread():
 
 
 def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, *, record=False,
-               prior=NO_PRIOR, single=True, screen=None):
+               prior=None, single=True, screen=None):
     """Weighted Lloyd from ``centers`` until convergence, optionally recording its E-steps and
     replaying a prior run's. Returns ``(inertia, n_iter, trace)``: the same bits either way.
 
@@ -597,7 +645,7 @@ def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, *,
     for the final centers. The whole loop is compiled because the servers and clients of federated
     methods run many small problems, where per-iteration interpreter overhead would dominate.
 
-    ``record``: return the :class:`LloydTrace` of every E-step (else an empty one). ``prior``: a
+    ``record``: return the :class:`LloydTrace` of every E-step (else None). ``prior``: None or a
     :class:`LloydPrior` of a run from the same initial centers; E-steps are replayed
     (:mod:`fedcore.kernels.lloyd_replay`) until the prior's last one or its first empty cluster;
     with one chunk of rows in both runs only the rows and clusters touched by the change are
@@ -606,9 +654,9 @@ def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, *,
     """
     n, d = X.shape
     k = centers.shape[0]
-    trace = _empty_trace(n, k, d, 8) if record else _empty_trace()
+    trace = _empty_trace(n, k, d, 8) if record else None
     buffers = make_screen(d, k, single, screen)
-    with one_blas_thread() if buffers.centers_t.shape[0] else contextlib.nullcontext():
+    with one_blas_thread() if buffers is not None else contextlib.nullcontext():
         return _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances,
                            np.empty((k, d)), np.empty(k), _wave_size(n, k, d), buffers, trace,
                            prior)

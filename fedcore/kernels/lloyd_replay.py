@@ -150,18 +150,20 @@ def sparse_sums(X, weights, labels, dirty, center_sums, weight_sums):
 @njit(cache=NUMBA_CACHE, nogil=True)
 def grow_trace(trace, it):
     """The trace with room for E-step ``it`` (capacity doubled when full)."""
-    t_labels, t_lower, t_dist, t_centers, t_moved = trace
-    if it < t_labels.shape[0]:
+    if it < trace.labels.shape[0]:
         return trace
-    m = 2 * t_labels.shape[0]
-    labels = np.empty((m, t_labels.shape[1]), dtype=t_labels.dtype)
-    lower = np.empty((m, t_lower.shape[1]))
-    dist = np.empty((m, t_dist.shape[1]))
-    centers = np.empty((m, t_centers.shape[1], t_centers.shape[2]))
-    moved = np.empty(m, dtype=np.bool_)
-    labels[:it] = t_labels[:it]
-    lower[:it] = t_lower[:it]
-    dist[:it] = t_dist[:it]
-    centers[:it] = t_centers[:it]
-    moved[:it] = t_moved[:it]
-    return LloydTrace(labels, lower, dist, centers, moved)
+    m = 2 * trace.labels.shape[0]
+    n = trace.labels.shape[1]
+    k, d = trace.centers.shape[1], trace.centers.shape[2]
+    grown = LloydTrace(np.empty((m, n), dtype=np.int64), np.empty((m, n)), np.empty((m, n)),
+                       np.empty((m, k, d)), np.empty(m, dtype=np.bool_))
+    for t in range(it):  # element loops: slice copies of 2-D and 3-D arrays compile slowly
+        grown.moved[t] = trace.moved[t]
+        for i in range(n):
+            grown.labels[t, i] = trace.labels[t, i]
+            grown.lower[t, i] = trace.lower[t, i]
+            grown.distances[t, i] = trace.distances[t, i]
+        for j in range(k):
+            for f in range(d):
+                grown.centers[t, j, f] = trace.centers[t, j, f]
+    return grown
