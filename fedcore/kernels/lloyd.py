@@ -45,7 +45,7 @@ BLOCK_ROWS = 128
 SCREEN_MIN_FEATURES = 12
 SCREEN_MIN_CLUSTERS = 8
 # Chunk partial sums held at once (a "wave" of chunks is reduced before the next starts).
-_WAVE_BYTES = 4 << 20
+_WAVE_BYTES = 1 << 20
 
 
 class Screen(NamedTuple):
