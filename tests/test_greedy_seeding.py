@@ -23,7 +23,8 @@ import fedcore
 from fedcore import _config
 from fedcore.algorithms.kmeanspp import (_kmeans_plusplus, _kmeans_plusplus_greedy,
                                          _kmeans_plusplus_lazy, check_n_local_trials)
-from fedcore.kernels.seeding import candidate_potentials, n_chunks
+from fedcore.kernels.seeding import (candidate_potentials, center_gaps, d2_update, greedy_pass,
+                                     min_gaps, n_chunks, tiled)
 from tests.reference.greedy_seeding_reference import (candidate_potential_reference,
                                                       exact_greedy_kmeanspp_distribution,
                                                       greedy_kmeanspp_reference)
@@ -139,6 +140,47 @@ def test_candidate_potentials_serial_parallel_and_reference_across_chunks():
     np.testing.assert_array_equal(_bits(runs[0][1]), _bits(runs[1][1]))
     expected = [candidate_potential_reference(X, w, mind, c, CHUNK) for c in candidates]
     np.testing.assert_array_equal(_bits(runs[0][1]), _bits(expected))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_greedy_pass_serial_parallel_and_candidate_potentials_across_chunks(dtype):
+    """The fused pass (pending center applied, then candidates) equals the plain kernels:
+    labels and D^2 as d2_update leaves them, partials and potentials as candidate_potentials
+    computes them, bit for bit, serial and parallel alike."""
+    rng = np.random.default_rng(5)
+    n, d = 2 * CHUNK + 77, 37
+    X = ((rng.normal(size=(6, d)) * 3)[rng.integers(0, 6, size=n)]
+         + rng.normal(size=(n, d))).astype(dtype)
+    w = rng.integers(0, 3, size=n).astype(np.float64)
+    centers, labels, mind = _state(X, w, 3, 2)
+    pending = X[rng.integers(0, n)].astype(np.float64)
+    candidates = X[rng.integers(0, n, size=4)].astype(np.float64)
+    # Expected: the pending center as center 3 (d2_update), then candidate_potentials.
+    all_centers = np.vstack([centers, pending])
+    labels_ref, mind_ref = labels.copy(), mind.copy()
+    gaps = np.empty(4)
+    center_gaps(all_centers, 3, gaps)
+    d2_update(X, pending, w, 3, gaps, labels_ref, mind_ref, np.empty(n_chunks(n)))
+    partials_ref, out_ref = _potentials(candidate_potentials, X, w, all_centers, labels_ref,
+                                        mind_ref, candidates)
+    tiles = tiled(X)
+    for kernel in (greedy_pass.serial, greedy_pass.parallel):
+        lab, mnd = labels.copy(), mind.copy()
+        dists, fresh = np.empty((n, 4)), np.zeros(n, dtype=bool)
+        partials, out = np.empty((4, n_chunks(n))), np.empty(4)
+        gaps = np.empty(4)
+        min_gaps(pending[None, :], centers, 3, gaps)
+        kernel(X, tiles, pending[None, :], gaps, w, -1, -1, dists, fresh, lab, mnd, partials, out)
+        min_gaps(candidates, all_centers, 4, gaps)
+        kernel(X, tiles, candidates, gaps, w, 0, 3, dists, fresh, lab, mnd, partials, out)
+        np.testing.assert_array_equal(lab, labels_ref)
+        np.testing.assert_array_equal(_bits(mnd), _bits(mind_ref))
+        np.testing.assert_array_equal(_bits(partials.T), _bits(partials_ref))
+        np.testing.assert_array_equal(_bits(out), _bits(out_ref))
+        for p in range(4):  # the candidates' exact distances wherever one might move a row
+            moved = fresh & (dists[:, p] < mnd)
+            exact = ((X[moved].astype(np.float64) - candidates[p]) ** 2).sum(axis=1)
+            assert moved.any() and np.allclose(dists[moved, p], exact, rtol=1e-12)
 
 
 # ------------------------------------------------------------------------------------------

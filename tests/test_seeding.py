@@ -261,6 +261,23 @@ def test_kmeans_plusplus_same_generator_state_same_centers():
     assert gen.random() != np.random.default_rng(5).random()  # the Generator was advanced
 
 
+@pytest.mark.parametrize("k", [1, 2, 33, 40, 70])
+def test_lazy_seeding_without_finish_draws_the_same(k):
+    """``finish=False`` (the public seeding, which needs the rows only) skips the passes that
+    would only apply centers after the last draw: same rows, same uniforms taken."""
+    from fedcore.algorithms.kmeanspp import _kmeans_plusplus_lazy
+    rng = np.random.default_rng(4)
+    X = (rng.normal(size=(8, 3)) * 5)[rng.integers(0, 8, size=3000)] + rng.normal(size=(3000, 3))
+    w = rng.random(3000)
+    for seed in range(3):
+        full, short = np.random.default_rng(seed), np.random.default_rng(seed)
+        rows, labels, mind = _kmeans_plusplus_lazy(X, w, full, k)
+        rows2, labels2, mind2 = _kmeans_plusplus_lazy(X, w, short, k, finish=False)
+        np.testing.assert_array_equal(rows, rows2)
+        assert labels2 is None and mind2 is None and labels.shape == mind.shape == (3000,)
+        assert full.random() == short.random()
+
+
 # ------------------------------------------------------------------------------------------
 # Exact distribution: the reference itself, then kmeans_plusplus
 # ------------------------------------------------------------------------------------------

@@ -3,12 +3,18 @@ import numbers
 
 import numpy as np
 
-from .._validation import (check_array, check_distance_range, check_int, check_random_state,
+from .._validation import (check_array, check_int, check_random_state,
                            check_sample_weight)
-from ..kernels.seeding import (candidate_potentials, center_gaps, chunk_sums, d2_refresh, d2_update,
-                               min_sq_distance, n_chunks, pick_index, pick_product)
+from ..kernels.seeding import (apply_pending, center_gaps, chunk_sums, d2_refresh, d2_update,
+                               greedy_pass, min_gaps, min_sq_distance, n_chunks, pick_index,
+                               pick_pending, pick_product, tiled)
 
 __all__ = ["kmeans_plusplus"]
+
+# Work (rows x candidates x (features + 8), the 8 for the per-row bookkeeping) from which a greedy
+# pass runs on the thread pool: about 1 ms on one core. Smaller passes stay on this thread, since
+# a parallel region can wait milliseconds for its threads when the CPUs are busy.
+_GREEDY_PARALLEL_WORK = 1 << 22
 
 
 def _kmeans_plusplus(X, weights, uniforms, prefix=(), totals=None):
@@ -64,11 +70,13 @@ def _add_center(X, weights, row, t, rows, centers, labels, mind, gaps, sums):
 
 
 def _kmeans_plusplus_lazy(X, weights, rng, n_clusters, prefix=(), max_pending=32,
-                          max_rejections=4):
+                          max_rejections=4, finish=True):
     """k-means++ with the distribution of :func:`_kmeans_plusplus`, reading ``X`` far less often.
 
     Returns (rows, labels, mind) as :func:`_kmeans_plusplus`; ``labels`` and ``mind`` are
-    bit-identical to what it computes for the same centers.
+    bit-identical to what it computes for the same centers. With ``finish=False`` they are None:
+    the passes over X that would only apply centers after the last draw are skipped (the rows and
+    the uniforms taken from ``rng`` are the same).
 
     D^2 values only shrink as centers are added, so values refreshed when ``s`` centers existed are
     upper bounds ``b_i >= m_i`` on the current ones. A center is drawn by rejection: propose ``i``
@@ -79,15 +87,19 @@ def _kmeans_plusplus_lazy(X, weights, rng, n_clusters, prefix=(), max_pending=32
     pass over X applies all pending centers (:func:`~fedcore.kernels.seeding.d2_refresh`) and the
     draw is direct. The number of uniforms drawn from ``rng`` depends on the data.
     """
-    rows, centers, labels, mind, _, sums = _seeding_state(X, n_clusters)
+    rows, centers, labels, mind, gaps, sums = _seeding_state(X, n_clusters)
     state = {"fresh": 0}
 
     def refresh(stop):
         start = state["fresh"]
-        if stop > start:
-            gaps = ((centers[start:stop, None, :] - centers[None, :stop, :]) ** 2).sum(axis=2)
-            d2_refresh(X, centers, start, stop, gaps, weights, labels, mind, sums)
-            state["fresh"] = stop
+        if stop == start + 1:  # the same as d2_refresh with one center
+            center_gaps(centers, start, gaps)
+            d2_update(X, centers[start], weights, start, gaps, labels, mind, sums)
+        elif stop > start:
+            new = centers[start:stop]
+            min_gaps(new, centers, start, gaps)  # pruning only
+            d2_refresh(X, new, start, gaps, weights, labels, mind, sums)
+        state["fresh"] = max(stop, start)
 
     for t in range(n_clusters):
         if t < len(prefix):
@@ -102,8 +114,12 @@ def _kmeans_plusplus_lazy(X, weights, rng, n_clusters, prefix=(), max_pending=32
         centers[t] = X[row]
         # The first refresh comes right after the first center (or the whole prefix): before it,
         # neither mind nor sums describe any center, so no draw may read them.
-        if (state["fresh"] == 0 and t + 1 >= len(prefix)) or t + 1 - state["fresh"] >= max_pending:
+        if (t + 1 < n_clusters or finish) and (
+                (state["fresh"] == 0 and t + 1 >= len(prefix))
+                or t + 1 - state["fresh"] >= max_pending):
             refresh(t + 1)
+    if not finish:
+        return rows, None, None
     refresh(n_clusters)
     return rows, labels, mind
 
@@ -126,9 +142,9 @@ def _draw_lazy(X, weights, rng, centers, t, state, refresh, mind, sums, rows, ma
             refresh(t)
 
 
-def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms):
+def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms, finish=True):
     """Greedy k-means++ on validated input; returns (rows, labels, mind) as
-    :func:`_kmeans_plusplus` does.
+    :func:`_kmeans_plusplus` does (labels and mind None with ``finish=False``).
 
     ``trial_uniforms`` has shape (n_clusters - 1, L). The first center is drawn by weight with
     ``first_uniform``. Center ``t >= 1`` is the best of ``L`` candidates, candidate ``p`` drawn by
@@ -137,31 +153,53 @@ def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms):
     first drawn. Candidates may repeat. When every D^2 is 0 all candidates would tie at potential
     0, so the degenerate rule of :func:`_kmeans_plusplus` draws the center with
     ``trial_uniforms[t - 1, 0]`` alone. With ``L = 1`` this is :func:`_kmeans_plusplus`.
+
+    One pass over X per center (:func:`~fedcore.kernels.seeding.greedy_pass`) applies the
+    previous choice and computes the candidates' distances and potentials; it reads a copy of X
+    made once by tiles of rows (:func:`~fedcore.kernels.seeding.tiled`, X's size again in
+    memory) and keeps the n x L distances, so the chosen candidate's D^2 is never recomputed.
     """
     n = X.shape[0]
     k = 1 + trial_uniforms.shape[0]
     L = trial_uniforms.shape[1]
     rows, centers, labels, mind, gaps, sums = _seeding_state(X, k)
-    candidate_rows = np.empty(L, dtype=np.int64)
-    partials = np.empty((n_chunks(n), L))
+    tiles = tiled(X)
+    # dists[:, pend] holds the distances to the last center chosen (where fresh), applied to
+    # labels and mind by the next pass (greedy_pass) or at the end (apply_pending); sums, the
+    # chunk sums of weights * D^2 after it, are its row of partials.
+    dists = np.empty((n, L))
+    fresh = np.zeros(n, dtype=np.bool_)
+    partials = np.empty((L, n_chunks(n)))
     potentials = np.empty(L)
+    candidate_rows = np.empty(L, dtype=np.int64)
+    # A pass too small to pay for waking the thread pool runs on this thread (same bits).
+    step = greedy_pass if n * L * (X.shape[1] + 8) >= _GREEDY_PARALLEL_WORK else greedy_pass.serial
+    pend = -1
     for t in range(k):
         if t == 0:
             chunk_sums(weights, sums)
-            row = pick_index(weights, sums, float(first_uniform))
+            candidate_rows[0] = pick_index(weights, sums, float(first_uniform))
+            m = 1
         elif sums.max() > 0.0:
             for p in range(L):
-                candidate_rows[p] = pick_product(weights, mind, sums,
+                candidate_rows[p] = pick_pending(weights, mind, dists, fresh, pend, sums,
                                                  float(trial_uniforms[t - 1, p]))
-            candidates = X[candidate_rows].astype(np.float64)
-            # Only for pruning, whose margin covers the rounding of this sum.
-            candidate_gaps = ((candidates[:, None, :] - centers[None, :t, :]) ** 2).sum(axis=2)
-            candidate_potentials(X, candidates, candidate_gaps, weights, labels, mind, partials,
-                                 potentials)
-            row = int(candidate_rows[np.argmin(potentials)])  # argmin: first of the lowest
+            m = L
         else:  # degenerate rule: by weight among rows not yet chosen
-            row = _pick_unchosen(weights, rows[:t], float(trial_uniforms[t - 1, 0]))
-        _add_center(X, weights, row, t, rows, centers, labels, mind, gaps, sums)
+            candidate_rows[0] = _pick_unchosen(weights, rows[:t], float(trial_uniforms[t - 1, 0]))
+            m = 1
+        candidates = X[candidate_rows[:m]].astype(np.float64)
+        min_gaps(candidates, centers, t, gaps)  # pruning only
+        step(X, tiles, candidates, gaps, weights, pend, t - 1, dists, fresh, labels, mind,
+             partials, potentials)
+        best = int(np.argmin(potentials[:m]))  # argmin: first of the lowest
+        pend = best
+        sums = partials[best]
+        rows[t] = candidate_rows[best]
+        centers[t] = candidates[best]
+    if not finish:
+        return rows, None, None
+    apply_pending(dists, fresh, pend, k - 1, labels, mind)
     return rows, labels, mind
 
 
@@ -172,10 +210,10 @@ def _seed_rows(X, weights, rng, n_clusters, n_local_trials=1):
     call; vanilla seeding draws exactly as :func:`_kmeans_plusplus_lazy`.
     """
     if n_local_trials == 1:
-        return _kmeans_plusplus_lazy(X, weights, rng, n_clusters)[0]
+        return _kmeans_plusplus_lazy(X, weights, rng, n_clusters, finish=False)[0]
     u = rng.random(1 + (n_clusters - 1) * n_local_trials)
     trials = u[1:].reshape(n_clusters - 1, n_local_trials)
-    return _kmeans_plusplus_greedy(X, weights, u[0], trials)[0]
+    return _kmeans_plusplus_greedy(X, weights, u[0], trials, finish=False)[0]
 
 
 def check_n_local_trials(n_local_trials, n_clusters):
@@ -227,7 +265,7 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_l
     refresh passes (see ``_kmeans_plusplus_lazy``). Greedy seeding (``n_local_trials = L >= 2``,
     scikit-learn's k-means++) draws ``L`` candidates per center by D^2 sampling and keeps the one
     that lowers the potential ``sum_i w_i min(d_i^2, |x_i - c|^2)`` the most (ties: the first
-    drawn), at O(n d L) per center.
+    drawn), at O(n d L) per center; it holds a copy of X and the n x L candidate distances.
 
     Parameters
     ----------
@@ -255,7 +293,7 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_l
     >>> sorted(int(i) // 2 for i in idx)
     [0, 1]
     """
-    X = check_distance_range(check_array(X, "X"))
+    X = check_array(X, "X", distance_range=True)
     weights = check_sample_weight(sample_weight, X.shape[0])
     n_clusters = _check_n_clusters(n_clusters, weights)
     n_local_trials = check_n_local_trials(n_local_trials, n_clusters)

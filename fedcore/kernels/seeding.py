@@ -5,20 +5,29 @@ picked for a given uniform depends on the data and the uniform only, never on th
 The same definition serves the first draw (by weight), D^2 draws, the candidates of greedy
 k-means++, the degenerate draw (by weight among rows not yet chosen) and the redraws of exact
 unlearning (MUFC Alg. 3 lines 11-14), where removed rows simply carry weight 0.
+
+Every squared distance is the sequential float64 sum of ``(x_f - c_f)^2`` in feature order. The
+multi-center kernels get their speed from computing many such sums side by side (several rows,
+or a block of ``_BLOCK`` rows copied feature-major so that the innermost loop runs over rows and
+vectorizes), never from reordering a sum. Pruning by the triangle inequality only skips work
+whose outcome it proves, so results do not depend on it.
 """
 import numpy as np
 from numba import njit, prange
 
 from .._config import CHUNK_SIZE, NUMBA_CACHE
 from ._parallel import chunked_kernel
-from .distances import row_distances
 
-__all__ = ["n_chunks", "chunk_sums", "pick_index", "pick_product", "d2_update", "center_gaps",
-           "min_sq_distance", "d2_refresh", "candidate_potentials"]
+__all__ = ["n_chunks", "chunk_sums", "pick_index", "pick_product", "pick_pending", "d2_update",
+           "center_gaps", "min_gaps", "min_sq_distance", "d2_refresh", "candidate_potentials",
+           "tiled", "tile_rows", "greedy_pass", "apply_pending"]
 
 # Skip a row only when the triangle inequality proves, with this relative margin against rounding,
 # that the new center is not strictly closer (see d2_update).
 _PRUNE_MARGIN = 4.0 * (1.0 + 1e-6)
+
+# Rows per block of the multi-center distance kernel (see _distances).
+_BLOCK = 64
 
 
 def n_chunks(n):
@@ -41,8 +50,10 @@ def chunk_sums(values, out):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def _pick(a, b, use_b, sums, u):
-    n = a.shape[0]
+def _target_chunk(sums, u):
+    """``(start, inner)``: the first row of the chunk where the running total of ``sums`` passes
+    ``u * total`` (the last positive chunk if rounding put the target at the total), and the
+    part of the target left inside that chunk."""
     total = 0.0
     for c in range(sums.shape[0]):
         total += sums[c]
@@ -59,8 +70,13 @@ def _pick(a, b, use_b, sums, u):
             if sums[c] > 0.0:
                 chunk = c
                 break
-    start = chunk * CHUNK_SIZE
-    inner = target - running
+    return chunk * CHUNK_SIZE, target - running
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _pick(a, b, use_b, sums, u):
+    n = a.shape[0]
+    start, inner = _target_chunk(sums, u)
     acc = 0.0
     last = -1
     for i in range(start, min(n, start + CHUNK_SIZE)):
@@ -110,6 +126,59 @@ def center_gaps(centers, slot, out):
         out[a] = acc
 
 
+@njit(cache=NUMBA_CACHE, nogil=True)
+def min_gaps(new, centers, count, out):
+    """``out[a] = min_p |new[p] - centers[a]|^2`` for ``a < count``: a row whose current center
+    ``a`` has ``out[a] > 4 (1 + 1e-6) mind`` cannot move to any center of ``new`` (see
+    :func:`d2_update`). Used for pruning only.
+
+    IN ``new`` float64 (P, d), ``centers`` float64 (>= count, d); OUT ``out`` float64 (>= count,).
+    """
+    d = centers.shape[1]
+    for a in range(count):
+        best = np.inf
+        for p in range(new.shape[0]):
+            acc = 0.0
+            for f in range(d):
+                t = new[p, f] - centers[a, f]
+                acc += t * t
+            if acc < best:
+                best = acc
+        out[a] = best
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _distances(X, rows, nr, centers, buf, acc):
+    """``acc[p, j] = |X[rows[j]] - centers[p]|^2`` for ``j < nr <= _BLOCK`` and every ``p``.
+
+    Each distance is the sequential float64 sum over features in order of ``(x_f - c_f)^2``, the
+    same bits as a plain loop. The rows are copied feature-major into ``buf`` (float64 (d, _BLOCK))
+    so that the innermost loop runs over rows (independent sums, vectorized by the compiler).
+    """
+    d = X.shape[1]
+    P = centers.shape[0]
+    if d >= 32:
+        for f in range(d):
+            for j in range(nr):
+                buf[f, j] = X[rows[j], f]
+    else:
+        for j in range(nr):
+            i = rows[j]
+            for f in range(d):
+                buf[f, j] = X[i, f]
+    if nr < _BLOCK:  # finite values in the unused lanes; their results are not read
+        for f in range(d):
+            for j in range(nr, _BLOCK):
+                buf[f, j] = 0.0
+    acc[:P] = 0.0
+    for f in range(d):
+        for p in range(P):
+            c = centers[p, f]
+            for j in range(_BLOCK):
+                t = buf[f, j] - c
+                acc[p, j] += t * t
+
+
 @chunked_kernel
 def d2_update(X, center, weights, slot, gaps, labels, mind, sums):
     """Add ``center`` as center number ``slot``: update nearest labels, D^2 and chunk sums.
@@ -125,23 +194,71 @@ def d2_update(X, center, weights, slot, gaps, labels, mind, sums):
     (Raff 2021, exact k-means++ acceleration), and the margin covers rounding, so the result is
     bit-identical to the unpruned computation.
     """
-    n, d = X.shape
+    n = X.shape[0]
     for c in prange(sums.shape[0]):
-        acc = 0.0
-        for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
-            a = labels[i]
-            m = mind[i]
-            if a < 0 or gaps[a] <= _PRUNE_MARGIN * m:
-                dist = 0.0
-                for f in range(d):
-                    t = np.float64(X[i, f]) - center[f]
-                    dist += t * t
-                if dist < m:
-                    mind[i] = dist
-                    labels[i] = slot
-                    m = dist
-            acc += weights[i] * m
-        sums[c] = acc
+        sums[c] = _update_chunk(X, center, weights, slot, gaps, labels, mind, c * CHUNK_SIZE,
+                                min(n, (c + 1) * CHUNK_SIZE))
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _unpruned_rows(labels, gaps, mind, lo, hi, rows):
+    """OUT ``rows[:m]``: the rows of ``lo..hi-1`` that the pruning test of :func:`d2_update`
+    keeps (no center yet, or the new center may be closer); returns ``m``."""
+    m = 0
+    for i in range(lo, hi):
+        a = labels[i]
+        if a < 0 or gaps[a] <= _PRUNE_MARGIN * mind[i]:
+            rows[m] = i
+            m += 1
+    return m
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _update_chunk(X, center, weights, slot, gaps, labels, mind, lo, hi):
+    """:func:`d2_update` on rows ``lo..hi-1``; returns their sum of ``weights * mind``.
+
+    The rows the pruning test keeps are taken four at a time, so that their independent
+    sequential sums overlap."""
+    d = X.shape[1]
+    rows = np.empty(hi - lo + 3, dtype=np.int64)
+    nr = _unpruned_rows(labels, gaps, mind, lo, hi, rows)
+    for j in range(nr, nr + 3):  # pad to whole groups with the last kept row (recomputed)
+        rows[j] = rows[nr - 1] if nr > 0 else lo
+    for j in range(0, nr, 4):
+        i0 = rows[j]
+        i1 = rows[j + 1]
+        i2 = rows[j + 2]
+        i3 = rows[j + 3]
+        a0 = 0.0
+        a1 = 0.0
+        a2 = 0.0
+        a3 = 0.0
+        for f in range(d):
+            c = center[f]
+            t0 = np.float64(X[i0, f]) - c
+            t1 = np.float64(X[i1, f]) - c
+            t2 = np.float64(X[i2, f]) - c
+            t3 = np.float64(X[i3, f]) - c
+            a0 += t0 * t0
+            a1 += t1 * t1
+            a2 += t2 * t2
+            a3 += t3 * t3
+        if a0 < mind[i0]:
+            mind[i0] = a0
+            labels[i0] = slot
+        if a1 < mind[i1]:
+            mind[i1] = a1
+            labels[i1] = slot
+        if a2 < mind[i2]:
+            mind[i2] = a2
+            labels[i2] = slot
+        if a3 < mind[i3]:
+            mind[i3] = a3
+            labels[i3] = slot
+    acc = 0.0
+    for i in range(lo, hi):
+        acc += weights[i] * mind[i]
+    return acc
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
@@ -163,45 +280,53 @@ def min_sq_distance(X, i, centers, start, stop, bound):
 
 
 @chunked_kernel
-def d2_refresh(X, centers, start, stop, gaps, weights, labels, mind, sums):
-    """Add centers ``start..stop-1`` in one pass over ``X``: the same result as calling
-    :func:`d2_update` for each of them in order, bit for bit.
+def d2_refresh(X, new, start, gaps, weights, labels, mind, sums):
+    """Add ``new`` as centers ``start, start + 1, ...`` in one pass over ``X``: the same result as
+    calling :func:`d2_update` for each of them in order, bit for bit.
 
-    IN ``X`` float32/float64 (n, d); ``centers`` float64 (>= stop, d); ``gaps`` float64
-    (stop - start, >= stop) with ``gaps[p, a]`` the squared distance between centers
-    ``start + p`` and ``a``. IN/OUT ``labels`` int64 (n,), ``mind`` float64 (n,). OUT ``sums``
-    float64 (n_chunks,): chunk sums of ``weights * mind``.
+    IN ``X`` float32/float64 (n, d); ``new`` float64 (P, d); ``gaps`` float64 (>= start,) with
+    ``gaps[a]`` the least squared distance between center ``a`` and the new centers (from
+    :func:`min_gaps`, pruning only). IN/OUT ``labels`` int64 (n,), ``mind`` float64
+    (n,). OUT ``sums`` float64 (n_chunks,): chunk sums of ``weights * mind``.
 
-    A row is skipped when every new center passes the pruning test of :func:`d2_update` against
-    the row's current center (then none of them can move it); otherwise the distances to all new
-    centers are computed, vectorized over centers, and applied in order with a strict ``<``.
+    A row is skipped when ``gaps[a] > 4 (1 + 1e-6) mind`` for its current center ``a`` (every new
+    center passes the pruning test of :func:`d2_update`, so none of them can move it); otherwise
+    the distances to all new centers are computed, blocks of rows at a time, and applied in
+    order with a strict ``<``.
     """
-    n, d = X.shape
-    P = stop - start
-    centers_t = np.ascontiguousarray(centers[start:stop].T)
+    n = X.shape[0]
     for c in prange(sums.shape[0]):
-        buf = np.empty(P)
-        acc = 0.0
-        for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
-            a = labels[i]
+        sums[c] = _refresh_chunk(X, new, start, gaps, weights, labels, mind, c * CHUNK_SIZE,
+                                 min(n, (c + 1) * CHUNK_SIZE))
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _refresh_chunk(X, new, start, gaps, weights, labels, mind, lo, hi):
+    """:func:`d2_refresh` on rows ``lo..hi-1``; returns their sum of ``weights * mind``."""
+    d = X.shape[1]
+    P = new.shape[0]
+    rows = np.empty(hi - lo, dtype=np.int64)
+    buf = np.empty((d, _BLOCK))
+    acc = np.empty((P, _BLOCK))
+    nr = _unpruned_rows(labels, gaps, mind, lo, hi, rows)
+    for b in range(0, nr, _BLOCK):
+        nb = min(_BLOCK, nr - b)
+        block = rows[b:b + nb]
+        _distances(X, block, nb, new, buf, acc)
+        for j in range(nb):
+            i = block[j]
             m = mind[i]
-            needed = a < 0
-            if not needed:
-                limit = _PRUNE_MARGIN * m
-                for p in range(P):
-                    if gaps[p, a] <= limit:
-                        needed = True
-                        break
-            if needed:
-                row_distances(X, i, centers_t, buf)
-                for p in range(P):
-                    if buf[p] < m:
-                        m = buf[p]
-                        a = start + p
-                mind[i] = m
-                labels[i] = a
-            acc += weights[i] * m
-        sums[c] = acc
+            a = labels[i]
+            for p in range(P):
+                if acc[p, j] < m:
+                    m = acc[p, j]
+                    a = start + p
+            mind[i] = m
+            labels[i] = a
+    total = 0.0
+    for i in range(lo, hi):
+        total += weights[i] * mind[i]
+    return total
 
 
 @chunked_kernel
@@ -243,3 +368,154 @@ def candidate_potentials(X, candidates, gaps, weights, labels, mind, partials, o
         for c in range(partials.shape[0]):
             total += partials[c, p]
         out[p] = total
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def pick_pending(weights, mind, dists, fresh, pend, sums, u):
+    """:func:`pick_product` on ``weights * mind'`` where ``mind'`` is ``mind`` after the center in
+    column ``pend`` of ``dists`` is applied (``mind'_i = dists[i, pend]`` where ``fresh[i]`` and
+    that is strictly less than ``mind_i``) without applying it; ``sums`` must be the chunk sums of
+    those products, as :func:`greedy_pass` writes them."""
+    n = weights.shape[0]
+    start, inner = _target_chunk(sums, u)
+    acc = 0.0
+    last = -1
+    for i in range(start, min(n, start + CHUNK_SIZE)):
+        m = mind[i]
+        if fresh[i] and dists[i, pend] < m:
+            m = dists[i, pend]
+        v = weights[i] * m
+        if v > 0.0:
+            last = i
+            acc += v
+            if acc > inner:
+                return i
+    return last
+
+
+def tiled(X):
+    """The copy of ``X`` by tiles of rows that :func:`greedy_pass` reads (see :func:`tile_rows`)."""
+    tiles = np.empty((max(1, -(-X.shape[0] // _BLOCK)), X.shape[1], _BLOCK), dtype=X.dtype)
+    tile_rows(X, tiles)
+    return tiles
+
+
+@chunked_kernel
+def tile_rows(X, tiles):
+    """Copy ``X`` feature-major by tiles of ``_BLOCK`` rows: ``tiles[b, f, j] = X[b * _BLOCK + j,
+    f]``, zeros past the last row.
+
+    IN ``X`` float32/float64 (n, d); OUT ``tiles`` of X's dtype (ceil(n / _BLOCK), d, _BLOCK).
+    With this layout the distances from a tile to a center are ``_BLOCK`` independent sequential
+    sums whose innermost loop the compiler vectorizes (see :func:`greedy_pass`).
+    """
+    n, d = X.shape
+    for b in prange(tiles.shape[0]):
+        lo = b * _BLOCK
+        hi = min(n, lo + _BLOCK)
+        tile = tiles[b]
+        for f in range(d):
+            for j in range(hi - lo):
+                tile[f, j] = X[lo + j, f]
+            for j in range(hi - lo, _BLOCK):
+                tile[f, j] = 0.0
+
+
+@chunked_kernel
+def greedy_pass(X, tiles, candidates, gaps, weights, pend, slot, dists, fresh, labels, mind,
+                partials, out):
+    """One step of greedy k-means++: apply the pending center, then the potentials of candidates.
+
+    IN ``X`` float32/float64 (n, d) and ``tiles`` its copy by :func:`tile_rows` (only ``tiles`` is
+    read); ``candidates`` float64 (L, d); ``gaps`` float64 (>= slot + 1,) with ``gaps[a]`` the
+    least squared distance between center ``a`` and the candidates (from :func:`min_gaps`,
+    pruning only); ``weights`` float64 (n,); ``pend`` int: the column of ``dists`` that holds the
+    distances to center ``slot`` (the previous step's choice), -1 for none. IN/OUT ``labels``
+    int64 (n,), ``mind`` float64 (n,): first every row with ``fresh[i]`` and ``dists[i, pend]``
+    strictly less than ``mind[i]`` moves to center ``slot`` (as :func:`d2_update` does; rows not
+    fresh cannot move). Then OUT ``fresh`` bool (n,): False where the pruning test of
+    :func:`d2_refresh` proves that no candidate can move the row, and ``dists`` float64
+    (n, >= L): ``dists[i, p] = |x_i - c_p|^2`` (a sequential sum in feature order) where
+    ``fresh[i]``, untouched elsewhere; ``partials`` float64 (>= L, n_chunks): per-chunk
+    sequential sums of ``w_i min(mind_i, |x_i - c_p|^2)``, bit for bit the chunk sums
+    :func:`d2_update` would write after adding candidate ``p``; ``out`` float64 (>= L,): their
+    sums over chunks, in chunk order, as :func:`candidate_potentials`.
+
+    The distances are computed a tile of rows at a time, for the tiles with a fresh row.
+    """
+    n = X.shape[0]
+    L = candidates.shape[0]
+    nc = partials.shape[1]
+    for c in prange(nc):
+        _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, fresh, labels, mind,
+                      partials, c, c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE))
+    for p in range(L):
+        total = 0.0
+        for c in range(nc):
+            total += partials[p, c]
+        out[p] = total
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, fresh, labels, mind,
+                  partials, c, lo, hi):
+    """:func:`greedy_pass` on rows ``lo..hi-1`` (chunk ``c``)."""
+    d = tiles.shape[1]
+    L = candidates.shape[0]
+    need = np.empty(hi - lo, dtype=np.bool_)
+    acc = np.empty((L, _BLOCK))
+    sums = np.zeros(L)
+    for i in range(lo, hi):
+        m = mind[i]
+        a = labels[i]
+        if pend >= 0 and fresh[i] and dists[i, pend] < m:
+            m = dists[i, pend]
+            a = slot
+            mind[i] = m
+            labels[i] = a
+        needed = a < 0 or gaps[a] <= _PRUNE_MARGIN * m
+        need[i - lo] = needed
+        fresh[i] = needed
+    for b in range(lo // _BLOCK, (hi - 1) // _BLOCK + 1):
+        r0 = max(lo, b * _BLOCK)
+        r1 = min(hi, (b + 1) * _BLOCK)
+        compute = False
+        for i in range(r0, r1):
+            if need[i - lo]:
+                compute = True
+                break
+        if compute:
+            tile = tiles[b]
+            acc[:] = 0.0
+            for f in range(d):
+                for p in range(L):
+                    cf = candidates[p, f]
+                    for j in range(_BLOCK):
+                        t = np.float64(tile[f, j]) - cf
+                        acc[p, j] += t * t
+            for i in range(r0, r1):
+                if need[i - lo]:
+                    for p in range(L):
+                        dists[i, p] = acc[p, i - b * _BLOCK]
+    for i in range(lo, hi):
+        m = mind[i]
+        w = weights[i]
+        if need[i - lo]:
+            for p in range(L):
+                v = dists[i, p]
+                sums[p] += w * (v if v < m else m)
+        else:
+            for p in range(L):
+                sums[p] += w * m
+    for p in range(L):
+        partials[p, c] = sums[p]
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def apply_pending(dists, fresh, pend, slot, labels, mind):
+    """Move every row with ``fresh[i]`` and ``dists[i, pend] < mind[i]`` to center ``slot`` (see
+    :func:`greedy_pass`)."""
+    for i in range(mind.shape[0]):
+        if fresh[i] and dists[i, pend] < mind[i]:
+            mind[i] = dists[i, pend]
+            labels[i] = slot
