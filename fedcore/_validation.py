@@ -26,8 +26,11 @@ class DataTypeError(TypeError, ValueError):
 
 
 def check_array(X, name="X", *, ensure_2d=True, dtype=("float64", "float32"), copy=False,
-                min_samples=1, allow_nonfinite=False):
+                min_samples=1, allow_nonfinite=False, distance_range=False):
     """Return ``X`` as a C-contiguous float32 or float64 array, or raise naming ``name``.
+
+    ``distance_range``: also refuse entries so large that squared Euclidean distances would
+    overflow float64 (:func:`check_distance_range`), in the same pass as the finiteness check.
 
     float32 and float64 keep their dtype; other real numeric dtypes (ints, bools) become float64.
     Complex, object and string data raise ``TypeError``.
@@ -70,11 +73,15 @@ def check_array(X, name="X", *, ensure_2d=True, dtype=("float64", "float32"), co
     out = np.array(arr, dtype=target, order="C", copy=True) if copy else \
         np.ascontiguousarray(arr, dtype=target)
     if not allow_nonfinite and out.size:
-        first, _ = scan_values(out.reshape(-1))
+        first, big = scan_values(out.reshape(-1))
         if first >= 0:
             bad = np.unravel_index(first, out.shape)
             raise ValueError(f"Argument {name!r} must be finite, got {out[bad]!r} at index "
                              f"{tuple(int(b) for b in bad)} (NaN or infinity)")
+        if distance_range:
+            _check_magnitude(big, out.shape[-1], name)
+    elif distance_range:
+        check_distance_range(out, name)
     return out
 
 
@@ -170,9 +177,12 @@ def check_distance_range(X, name="X"):
     """Refuse data whose squared Euclidean distances would overflow float64."""
     if X.size == 0:
         return X
-    big = max_abs(X)
-    limit = 1e150 / np.sqrt(X.shape[1])
+    _check_magnitude(max_abs(X), X.shape[1], name)
+    return X
+
+
+def _check_magnitude(big, n_features, name):
+    limit = 1e150 / np.sqrt(n_features)
     if big > limit:
         raise ValueError(f"Argument {name!r} has an entry of magnitude {big:.3g}: squared "
                          f"distances would overflow float64 (limit {limit:.3g}); rescale the data")
-    return X

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
-from .._validation import (check_array, check_distance_range, check_int, check_random_state,
+from .._validation import (check_array, check_int, check_random_state,
                            check_sample_weight, check_scalar, max_abs)
 from .._config import CHUNK_SIZE
 from ..kernels.distances import assign_nearest, pairwise_sq_distances
@@ -41,20 +41,22 @@ def _tolerance(X, tol):
     return float(mean_variance(X) * tol)
 
 
-def _lloyd(X, weights, centers, max_iter, tol):
+def _lloyd(X, weights, centers, max_iter, tol, scale=None):
     """Weighted Lloyd from ``centers`` (float64, copied). Returns (centers, labels, inertia, n_iter).
 
     Runs :func:`fedcore.kernels.lloyd.lloyd_run`: exact distance bounds skip rows whose nearest
     center cannot change and a BLAS screen rules out far centers, with results equal to plain
     Lloyd bit for bit; empty clusters take the farthest rows; stops on unchanged labels, a squared
-    center shift <= ``tol`` (absolute) or ``max_iter``.
+    center shift <= ``tol`` (absolute) or ``max_iter``. ``scale``: :func:`max_abs` of X, when the
+    caller has it (else one more pass over X).
     """
     n, d = X.shape
     centers = np.array(centers, dtype=np.float64, order="C")
     labels = np.empty(n, dtype=np.int64)
     distances = np.empty(n)
-    inertia, n_iter = lloyd_run(X, weights, centers, max_iter, tol, _margin(X, centers), labels,
-                                distances, single=_single_screen(X, centers))
+    scale = max(max_abs(X) if scale is None else scale, float(np.abs(centers).max()))
+    inertia, n_iter = lloyd_run(X, weights, centers, max_iter, tol, _slack(scale, d), labels,
+                                distances, single=2.0 * scale < _SINGLE_SCREEN_RANGE)
     return centers, labels, float(inertia), int(n_iter)
 
 
@@ -64,7 +66,12 @@ def _margin(X, centers=None):
     scale = max_abs(X)
     if centers is not None:
         scale = max(scale, float(np.abs(centers).max()))
-    return 1e-9 * 2.0 * np.sqrt(X.shape[1]) * scale
+    return _slack(scale, X.shape[1])
+
+
+def _slack(scale, n_features):
+    """:func:`_margin` from the largest absolute coordinate of the data and the centers."""
+    return 1e-9 * 2.0 * np.sqrt(n_features) * scale
 
 
 # The float32 screen's products stay finite and normal for coordinates (after the shift by the
@@ -96,8 +103,10 @@ def _lloyd_restarts(X, weights, starts, max_iter, tol, n_clusters):
     """
     global _POOL
 
+    scale = max_abs(X)  # one pass for every restart
+
     def run(start):
-        return _lloyd(X, weights, start() if callable(start) else start, max_iter, tol)
+        return _lloyd(X, weights, start() if callable(start) else start, max_iter, tol, scale)
 
     threads = numba.get_num_threads()
     if len(starts) == 1 or X.shape[0] > CHUNK_SIZE or threads == 1:
@@ -169,7 +178,7 @@ class KMeans(BaseEstimator):
         self.n_local_trials = n_local_trials
 
     def fit(self, X, y=None, sample_weight=None):
-        X = check_distance_range(check_array(X, "X"))
+        X = check_array(X, "X", distance_range=True)
         weights = check_sample_weight(sample_weight, X.shape[0])
         k = _check_n_clusters(self.n_clusters, weights)
         n_init = check_int(self.n_init, "n_init", min_value=1)

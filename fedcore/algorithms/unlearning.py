@@ -3,7 +3,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import (check_array, check_distance_range, check_ids, check_int,
+from .._validation import (check_array, check_ids, check_int,
                            check_random_state, check_scalar)
 from ._base import BaseEstimator, check_is_fitted
 from .kmeans import _lloyd, _tolerance
@@ -75,7 +75,7 @@ class UnlearnableKMeans(BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, sample_ids=None, y=None):
-        X = check_distance_range(check_array(X, "X", copy=True))
+        X = check_array(X, "X", copy=True, distance_range=True)
         n = X.shape[0]
         ids = np.arange(n, dtype=np.int64) if sample_ids is None else check_ids(sample_ids,
                                                                                  "sample_ids")
