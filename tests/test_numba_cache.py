@@ -1,0 +1,37 @@
+"""fedcore's compiled kernels are cached in a per-user directory, not inside the package."""
+import os
+
+import pytest
+
+from fedcore import _config
+from fedcore._numba_cache import _FedcoreCacheLocator, cache_dir
+
+pytestmark = pytest.mark.skipif(not _config.NUMBA_CACHE,
+                                reason="FEDCORE_NUMBA_CACHE=0: kernels are not cached at all")
+
+
+def test_kernels_cache_under_the_user_cache_directory():
+    import fedcore
+    from fedcore.kernels.lloyd import half_separation
+    from fedcore.kernels.seeding import d2_update
+    package = os.path.dirname(os.path.abspath(fedcore.__file__))
+    for kernel in (half_separation, d2_update.serial):
+        locator = kernel._cache._impl.locator
+        assert isinstance(locator, _FedcoreCacheLocator)
+        path = os.path.abspath(locator.get_cache_path())
+        assert path.startswith(os.path.abspath(cache_dir()) + os.sep)
+        assert not path.startswith(package + os.sep)
+    assert fedcore.__version__ in os.path.basename(cache_dir())
+
+
+def test_other_packages_keep_numba_locations(tmp_path):
+    source = tmp_path / "elsewhere.py"
+    source.write_text("def f():\n    return 1\n")
+    namespace = {}
+    exec(compile(source.read_text(), str(source), "exec"), namespace)
+    assert _FedcoreCacheLocator.from_function(namespace["f"], str(source)) is None
+
+
+def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("FEDCORE_CACHE_DIR", str(tmp_path))
+    assert cache_dir().startswith(str(tmp_path) + os.sep)
