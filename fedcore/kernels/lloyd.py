@@ -51,12 +51,12 @@ _WAVE_BYTES = 1 << 20
 class Screen(NamedTuple):
     """Buffers of the BLAS screen, refreshed from the centers at every E-step.
 
-    ``centers_t`` float32 or float64 (d, k): ``(centers - shift).T`` rounded to the product's
+    ``shifted`` float32 or float64 (k, d): ``centers - shift`` rounded to the product's
     precision; ``norms`` and
     ``roots`` float64 (k,): their squared norms and norms; ``shift`` float64 (d,); ``eps`` and
     ``tiny``: the relative and absolute rounding bound of :func:`screen_eps`.
     """
-    centers_t: np.ndarray
+    shifted: np.ndarray
     norms: np.ndarray
     roots: np.ndarray
     shift: np.ndarray
@@ -102,7 +102,7 @@ def make_screen(n_features, n_clusters, single=True, screen=None):
     if not screen:
         return None
     eps, tiny = screen_eps(n_features, single)
-    return Screen(np.empty((n_features, n_clusters), dtype=dtype), np.empty(n_clusters),
+    return Screen(np.empty((n_clusters, n_features), dtype=dtype), np.empty(n_clusters),
                   np.empty(n_clusters), np.empty(n_features), eps, tiny)
 
 
@@ -120,35 +120,49 @@ def _refresh_screen(centers, screen):
     for j in range(k):
         acc = 0.0
         for f in range(d):
-            screen.centers_t[f, j] = centers[j, f] - shift[f]
-            t = np.float64(screen.centers_t[f, j])
+            screen.shifted[j, f] = centers[j, f] - shift[f]
+            t = np.float64(screen.shifted[j, f])
             acc += t * t
         screen.norms[j] = acc
         screen.roots[j] = np.sqrt(acc)
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def _screen_block(X, rows, centers, screen, block, dots, labels, lower, distances):
+def _screen_block(X, rows, centers, screen, nearest, labels, lower, distances):
     """Nearest center of each row in ``rows`` (exact, lowest index on ties) through one BLAS
     product; ``lower`` gets a lower bound on the distance to every other center.
 
-    ``block`` (BLOCK_ROWS, d) and ``dots`` (BLOCK_ROWS, k) are scratch in the product's type.
+    The shifted rows are stored transposed, so the product ``shifted @ block_t`` has one row per
+    center and the running two smallest approximations are updated across rows as vector lanes,
+    branch-free. ``nearest`` (3, BLOCK_ROWS) float64 scratch.
     """
     m = rows.shape[0]
     d = X.shape[1]
     k = centers.shape[0]
-    xs = block[:m]
-    out = dots[:m]
+    block_t = np.empty((d, m), dtype=screen.shifted.dtype)
     norms = np.empty(m)
     for r in range(m):
         i = rows[r]
         acc = 0.0
         for f in range(d):
-            xs[r, f] = np.float64(X[i, f]) - screen.shift[f]
-            t = np.float64(xs[r, f])
+            block_t[f, r] = np.float64(X[i, f]) - screen.shift[f]
+            t = np.float64(block_t[f, r])
             acc += t * t
         norms[r] = acc
-    np.dot(xs, screen.centers_t, out)
+    out = np.dot(screen.shifted, block_t)  # (k, m)
+    m1, m2, j1 = nearest[0], nearest[1], nearest[2]
+    m1[:m] = np.inf
+    m2[:m] = np.inf
+    j1[:m] = 0.0
+    for j in range(k):
+        row = out[j]
+        norm = screen.norms[j]
+        for r in range(m):
+            approx = norms[r] - 2.0 * np.float64(row[r]) + norm
+            closer = approx < m1[r]
+            m2[r] = m1[r] if closer else (approx if approx < m2[r] else m2[r])
+            j1[r] = j if closer else j1[r]
+            m1[r] = approx if closer else m1[r]
     eps, tiny = screen.eps, screen.tiny
     root_d = np.sqrt(d)
     root_max = 0.0
@@ -158,26 +172,18 @@ def _screen_block(X, rows, centers, screen, block, dots, labels, lower, distance
         i = rows[r]
         nx = norms[r]
         x = np.sqrt(nx)
-        # The two smallest approximations (branches rarely taken: no dependency chain).
-        m1, j1, m2 = np.inf, 0, np.inf
-        for j in range(k):
-            approx = nx - 2.0 * np.float64(out[r, j]) + screen.norms[j]
-            if approx < m2:
-                if approx < m1:
-                    m1, j1, m2 = approx, j, m1
-                else:
-                    m2 = approx
-        s = x + screen.roots[j1]
-        upper = m1 + eps * s * s + tiny * (2.0 * s * root_d + d + 1.0)  # >= exact d(x, c_j1)
+        best = np.int64(j1[r])
+        s = x + screen.roots[best]
+        upper = m1[r] + eps * s * s + tiny * (2.0 * s * root_d + d + 1.0)  # >= exact d(x, c_best)
         s = x + root_max
         err_max = eps * s * s + tiny * (2.0 * s * root_d + d + 1.0)  # >= every center's error
-        a = j1
-        if m2 - err_max > upper:  # c_j1 is the only candidate
-            dist = own_distance(X, i, centers, j1)
+        a = best
+        if m2[r] - err_max > upper:  # c_best is the only candidate
+            dist = own_distance(X, i, centers, best)
         else:  # every center whose interval reaches the upper bound, exactly
             dist = np.inf
             for j in range(k):
-                approx = nx - 2.0 * np.float64(out[r, j]) + screen.norms[j]
+                approx = nx - 2.0 * np.float64(out[j, r]) + screen.norms[j]
                 if approx - err_max <= upper:
                     exact = own_distance(X, i, centers, j)
                     if exact < dist:  # ascending j: the lowest index wins ties
@@ -185,8 +191,8 @@ def _screen_block(X, rows, centers, screen, block, dots, labels, lower, distance
                         a = j
         labels[i] = a
         distances[i] = dist
-        # Every other center j has d(x, c_j) >= approx_j - err_max >= (m2 if a is j1 else m1).
-        lower[i] = np.sqrt(max((m2 if a == j1 else m1) - err_max, 0.0))
+        # Every other center j has d(x, c_j) >= approx_j - err_max >= (m2 if a is best else m1).
+        lower[i] = np.sqrt(max((m2[r] if a == best else m1[r]) - err_max, 0.0))
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
@@ -262,11 +268,10 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
         pending[m] = i
         m += 1
     if screen is not None:
-        block = np.empty((BLOCK_ROWS, X.shape[1]), dtype=screen.centers_t.dtype)
-        dots = np.empty((BLOCK_ROWS, k), dtype=screen.centers_t.dtype)
+        nearest = np.empty((3, BLOCK_ROWS))
         for b in range(0, m, BLOCK_ROWS):
-            _screen_block(X, pending[b:min(m, b + BLOCK_ROWS)], centers, screen, block, dots,
-                          labels, lower, distances)
+            _screen_block(X, pending[b:min(m, b + BLOCK_ROWS)], centers, screen, nearest, labels,
+                          lower, distances)
     else:
         block_t = np.empty((X.shape[1], BLOCK_ROWS))
         dists_t = np.empty((k, BLOCK_ROWS))
