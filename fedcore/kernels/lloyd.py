@@ -40,9 +40,9 @@ __all__ = ["Screen", "LloydTrace", "LloydPrior", "BLOCK_ROWS", "screen_eps", "ma
 # Rows per BLAS product: small enough that the block and its products stay in cache and that
 # BLAS, held to one thread, runs at its single-core rate.
 BLOCK_ROWS = 128
-# Screen with BLAS from this many features and centers; below, the exact scan (vectorized over
-# centers) is as fast.
-SCREEN_MIN_FEATURES = 12
+# Screen with BLAS from this many centers and features x centers; below, the exact scan
+# (vectorized over rows) is as fast (measured from d = 2 to 50, k = 10 to 1000).
+SCREEN_MIN_WORK = 160
 SCREEN_MIN_CLUSTERS = 8
 # Chunk partial sums held at once (a "wave" of chunks is reduced before the next starts).
 _WAVE_BYTES = 1 << 20
@@ -86,7 +86,7 @@ def screen_eps(n_features, single):
 
 def uses_screen(n_features, n_clusters):
     """Whether Lloyd screens rows with a BLAS product for this shape."""
-    return n_features >= SCREEN_MIN_FEATURES and n_clusters >= SCREEN_MIN_CLUSTERS
+    return n_features * n_clusters >= SCREEN_MIN_WORK and n_clusters >= SCREEN_MIN_CLUSTERS
 
 
 def make_screen(n_features, n_clusters, single=True, screen=None):
