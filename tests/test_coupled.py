@@ -18,7 +18,7 @@ from fedcore.algorithms import _coupled
 from fedcore.algorithms._coupled import CoupledKMeans, _lloyd_traced
 from fedcore.algorithms._rows import add_sparse, match_rows
 from fedcore.algorithms.kmeans import _lloyd, _margin, _tolerance
-from fedcore.kernels.lloyd import LloydPrior
+from fedcore.kernels.lloyd_replay import LloydPrior
 from tests.reference.kmeans_reference import chi_square_against_exact, exact_kmeanspp_distribution
 from tests.test_lloyd import ROW_KINDS, rows_of_kind
 

@@ -16,7 +16,7 @@ import fedcore
 from fedcore.algorithms.feca import (FeCA, FewerGroupsWarning, client_kmeans, client_update,
                                      cluster_statistics, greedy_ball_groups, radius_assign,
                                      run_clients, server_aggregation)
-from fedcore.algorithms._clients import _client_seeds
+from fedcore.algorithms._clients import client_seeds
 from fedcore.datasets.balls import make_stochastic_ball
 from tests.reference.feca_reference import (client_update_reference,
                                             cluster_statistics_reference,
@@ -364,7 +364,7 @@ def test_clients_seed_greedy_by_default_and_vanilla_on_request():
     k-means++ ("auto") by default, today's vanilla k-means++ with None or 1."""
     fed, _ = _blob_federation(seed=5, n_clients=4)
     assert FeCA(3).get_params()["n_local_trials"] == "auto"
-    seeds = _client_seeds(np.random.default_rng(9), fed.n_clients)
+    seeds = client_seeds(np.random.default_rng(9), fed.n_clients)
     runs = {L: FeCA(3, client_clusters=5, n_local_trials=L, random_state=9).fit(fed)
             for L in ("auto", None, 1, 2)}
     for L, model in runs.items():

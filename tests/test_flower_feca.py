@@ -20,7 +20,7 @@ from fedcore.algorithms.feca import FeCA, FewerGroupsWarning  # noqa: E402
 from fedcore.integrations.flower import FlowerRoundError  # noqa: E402
 from fedcore.integrations.flower._common import (arrays_record,  # noqa: E402
                                                  federation_from_settings, read_arrays)
-from fedcore.algorithms.feca import _client_seeds, check_feca_params  # noqa: E402
+from fedcore.algorithms.feca import client_seeds, check_feca_params  # noqa: E402
 from fedcore.integrations.flower.feca import (_by_partition, _client_reply,  # noqa: E402
                                               _request, client_train, estimator_from_config,
                                               feca_apps, load_feca_result, save_feca_result)
@@ -197,7 +197,7 @@ def test_client_reply_equals_the_in_process_client(n_local_trials):
     want = FeCA(**estimator.get_params()).fit(federation_from_settings(data))
     checked = check_feca_params(**{key: value for key, value in estimator.get_params().items()
                                    if key not in ("n_jobs", "random_state")})
-    request = _request(checked, _client_seeds(np.random.default_rng(4), 3))["feca"]
+    request = _request(checked, client_seeds(np.random.default_rng(4), 3))["feca"]
     for pid in range(3):
         node = dict(data, **{"partition-id": pid})
         reply = read_arrays(_client_reply(request, node)["centroids"])

@@ -91,12 +91,12 @@ def test_errors_name_the_argument():
 
 def test_clients_share_feca_client_kmeans():
     """k-FED's clients run the k-means of FeCA's clients: greedy k-means++ by default."""
-    from fedcore.algorithms._clients import _client_seeds, client_kmeans
+    from fedcore.algorithms._clients import client_seeds, client_kmeans
     fed, _ = _noniid(seed=4)
     assert KFed(6).get_params()["n_local_trials"] == "auto"
     for L in ("auto", None):
         model = KFed(6, client_clusters=2, n_local_trials=L, random_state=3).fit(fed)
-        seeds = _client_seeds(np.random.default_rng(3), fed.n_clients)
+        seeds = client_seeds(np.random.default_rng(3), fed.n_clients)
         for l in range(fed.n_clients):
             want = client_kmeans(fed.client(l)[0], 2, n_local_trials=L,
                                  random_state=np.random.default_rng(seeds[l]))[0]

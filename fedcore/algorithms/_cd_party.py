@@ -20,7 +20,7 @@ import numpy as np
 
 from ..kernels import cd_kmeans as K
 from ..kernels.distances import pairwise_sq_distances
-from ..metrics.fairness import _encode_groups
+from ..metrics.fairness import encode_groups
 
 __all__ = ["CDParty", "LocalParties", "encode_party_groups", "final_center_block",
            "tolerance_part", "update_dual"]
@@ -35,7 +35,7 @@ def encode_party_groups(attributes, n):
     """
     if attributes is None or (isinstance(attributes, list) and len(attributes) == 0):
         return None, 0, np.zeros(0)
-    codes, sizes, _ = _encode_groups(attributes, n)
+    codes, sizes, _ = encode_groups(attributes, n)
     L = int(sum(sizes))
     eta = np.zeros(L)
     for a in range(codes.shape[1]):

@@ -76,7 +76,7 @@ def run_clients(fn, n_clients, n_jobs=None):
         return list(pool.map(lambda l: _single_threaded_call(fn, l), range(n_clients)))
 
 
-def _client_seeds(rng, n_clients):
+def client_seeds(rng, n_clients):
     """One independent 63-bit seed per client, drawn up front so results never depend on the
     order in which clients are processed."""
     return [int(s) for s in rng.integers(0, np.iinfo(np.int64).max, size=n_clients)]

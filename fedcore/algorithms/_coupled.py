@@ -30,9 +30,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ..kernels.distances import pairwise_sq_distances
-from ..kernels.lloyd import LloydPrior, lloyd_core
+from ..kernels.lloyd import lloyd_core
+from ..kernels.lloyd_replay import LloydPrior
 from ._rows import match_rows
-from .kmeans import _margin, _single_screen, _tolerance
+from .kmeans import _bound_settings, _tolerance
 from .kmeanspp import _kmeans_plusplus
 
 # Below this fraction of the old total the incremental new total could be mostly rounding: the
@@ -43,24 +44,26 @@ _TOTAL_GUARD = 1e-9
 class _Restart(NamedTuple):
     seeds: np.ndarray     # int64 (k,): rows of the seeds in their run's data, in seeding order
     totals: np.ndarray    # float64 (k,): S_t, the D^2 total each seed was drawn against
-    trace: object         # Lloyd's E-steps, a fedcore.kernels.lloyd.LloydTrace
+    trace: object         # Lloyd's E-steps, a fedcore.kernels.lloyd_replay.LloydTrace
     centers: np.ndarray
     inertia: float
     n_iter: int
 
 
-def _lloyd_traced(X, weights, centers, max_iter, tol, margin, prior):
+def _lloyd_traced(X, weights, centers, max_iter, tol, margin, prior, single=None):
     """Lloyd as :func:`fedcore.algorithms.kmeans._lloyd`, recording its E-steps and replaying
-    ``prior`` (a :class:`~fedcore.kernels.lloyd.LloydPrior`). Returns (centers, inertia, n_iter,
+    ``prior`` (a :class:`~fedcore.kernels.lloyd_replay.LloydPrior`). Returns (centers, inertia, n_iter,
     trace).
-    ``margin``: :func:`~fedcore.algorithms.kmeans._margin` of X (the centers are rows of X)."""
+    ``margin``: :func:`~fedcore.algorithms.kmeans._margin` of X (the centers are rows of X);
+    ``single``: the screen's precision (None: from X and the centers)."""
     n = X.shape[0]
     centers = np.array(centers, dtype=np.float64, order="C")
     labels = np.empty(n, dtype=np.int64)
     distances = np.empty(n)
     inertia, n_iter, trace = lloyd_core(X, weights, centers, max_iter, tol, margin, labels,
                                         distances, record=True, prior=prior,
-                                        single=_single_screen(X, centers))
+                                        single=_bound_settings(X, centers)[1] if single is None
+                                        else single)
     return centers, float(inertia), int(n_iter), trace
 
 
@@ -212,12 +215,13 @@ class CoupledKMeans:
         """Lloyd from every restart's seeds (replaying its prior, if any). One after another:
         a replay is too short for threads to pay off (measured at MUFC's shapes)."""
         _, X, w = data
-        tol, margin = _tolerance(X, self.tol), _margin(X)
+        tol = _tolerance(X, self.tol)
+        margin, single = _bound_settings(X, X[:1])  # one pass; the centers are rows of X
 
         def run(seed):
             rows, totals, prior = seed
             centers, inertia, n_iter, trace = _lloyd_traced(
-                X, w, X[rows], self.max_iter, tol, margin, prior)
+                X, w, X[rows], self.max_iter, tol, margin, prior, single)
             return _Restart(np.asarray(rows), totals, trace, centers, inertia, n_iter)
 
         return [run(seed) for seed in seeds]

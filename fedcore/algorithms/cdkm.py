@@ -24,7 +24,7 @@ from .kmeanspp import _kmeans_plusplus_lazy
 __all__ = ["CDKM", "BCDKM", "bcd_kmeans"]
 
 
-def _resolve_block_size(block_size, n):
+def resolve_block_size(block_size, n):
     if isinstance(block_size, str):
         if block_size != "auto":
             raise ValueError(f"Argument 'block_size' must be 'auto' or a positive int, "
@@ -88,7 +88,7 @@ def bcd_kmeans(X, n_clusters, *, block_size="auto", max_iter=300, random_state=N
     max_iter = check_int(max_iter, "max_iter", min_value=1)
     rng = check_random_state(random_state)
     n = arrays[0].shape[0]
-    nb = _resolve_block_size(block_size, n)
+    nb = resolve_block_size(block_size, n)
     labels, rows = _initial_labels(arrays, fed, k, rng)
     ledger = CommLedger() if fed is not None else None
     parties = [CDParty(A, k, labels) for A in arrays]

@@ -10,12 +10,12 @@ import numpy as np
 
 from .._validation import check_int, check_random_state, check_scalar
 from ..federation.ledger import CommLedger
-from ..metrics.fairness import _check_bounds
+from ..metrics.fairness import check_fairness_bounds
 from ._base import BaseEstimator
 from ._cd_party import CDParty, LocalParties, encode_party_groups
 from ._cd_party import update_dual as _update_dual  # noqa: F401 (tested under this name)
 from ._cd_server import SweepServer, combine_balance, run_admm
-from .cdkm import (_check_data, _final_centers, _initial_labels, _resolve_block_size,
+from .cdkm import (_check_data, _final_centers, _initial_labels, resolve_block_size,
                    _store_bcd_result)
 from .fair_lp import FairLP
 
@@ -62,8 +62,8 @@ def group_bounds(eta, delta, alpha=None, beta=None):
     """``(alpha, beta)`` of eq. (20) for groups with shares ``eta``: ``eta / (1 - delta)`` and
     ``eta (1 - delta)`` (Sec. 5.1) unless given explicitly (one entry per group)."""
     L = eta.shape[0]
-    alpha_all = eta / (1.0 - delta) if alpha is None else _check_bounds(alpha, "alpha", L)
-    beta_all = eta * (1.0 - delta) if beta is None else _check_bounds(beta, "beta", L)
+    alpha_all = eta / (1.0 - delta) if alpha is None else check_fairness_bounds(alpha, "alpha", L)
+    beta_all = eta * (1.0 - delta) if beta is None else check_fairness_bounds(beta, "beta", L)
     if (beta_all > alpha_all).any():
         i = int(np.argmax(beta_all > alpha_all))
         raise ValueError(f"Argument 'beta' must not exceed 'alpha', got beta={beta_all[i]!r} > "
@@ -85,7 +85,7 @@ def fair_kmeans(X, n_clusters, groups=None, *, delta=0.2, alpha=None, beta=None,
                                                        max_iter, tol)
     rng = check_random_state(random_state)
     n = arrays[0].shape[0]
-    nb = _resolve_block_size(block_size, n)
+    nb = resolve_block_size(block_size, n)
     layout = _group_layout(groups, fed, n)
     alpha_all, beta_all = group_bounds(np.concatenate([e for _, _, e in layout]), delta,
                                        alpha, beta)

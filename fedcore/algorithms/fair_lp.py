@@ -10,7 +10,7 @@ import numpy as np
 
 from .._validation import check_array, check_int, check_random_state, check_scalar
 from ..kernels.distances import pairwise_sq_distances
-from ..metrics.fairness import _check_bounds, _encode_groups, balance, sse
+from ..metrics.fairness import check_fairness_bounds, encode_groups, balance, sse
 from ._base import BaseEstimator
 from .kmeans import KMeans
 from .kmeanspp import _kmeans_plusplus_lazy
@@ -198,14 +198,14 @@ class FairLP(BaseEstimator):
             raise ValueError(f"Argument 'delta' must be < 1, got {delta}")
         if self.time_limit is not None:
             check_scalar(self.time_limit, "time_limit", min_value=0.0, include_min=False)
-        codes, sizes, _ = _encode_groups(groups, n)
+        codes, sizes, _ = encode_groups(groups, n)
         L = int(sum(sizes))
         eta = np.zeros(L)
         for a in range(codes.shape[1]):
             eta += np.bincount(codes[:, a], minlength=L)
         eta /= n
-        alpha = eta / (1 - delta) if self.alpha is None else _check_bounds(self.alpha, "alpha", L)
-        beta = eta * (1 - delta) if self.beta is None else _check_bounds(self.beta, "beta", L)
+        alpha = eta / (1 - delta) if self.alpha is None else check_fairness_bounds(self.alpha, "alpha", L)
+        beta = eta * (1 - delta) if self.beta is None else check_fairness_bounds(self.beta, "beta", L)
         centers = self._centers(X, k)
         D = np.empty((n, k))
         pairwise_sq_distances(X, np.ascontiguousarray(centers.T), D)

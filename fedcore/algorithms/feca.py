@@ -24,7 +24,7 @@ from .._validation import check_int, check_random_state, check_scalar
 from ..federation.ledger import SERVER, CommLedger
 from ..kernels.feca import cluster_statistics, greedy_ball_groups
 from ._base import BaseEstimator
-from ._clients import (_client_seeds, check_federation, client_kmeans, predict_nearest,
+from ._clients import (client_seeds, check_federation, client_kmeans, predict_nearest,
                        run_clients, single_threaded_kernels)
 from .kmeanspp import check_n_local_trials
 
@@ -336,7 +336,7 @@ def feca(federation, n_clusters, *, client_clusters=None, radius="empirical", in
 
     Returns a :class:`FeCAResult`. Warns with :class:`FewerGroupsWarning` when the server forms
     fewer than ``n_clusters`` groups. Client ``l`` runs :func:`feca_client` with the ``l``-th seed
-    drawn by :func:`_client_seeds`; the server runs :func:`feca_server`. The Flower apps
+    drawn by :func:`client_seeds`; the server runs :func:`feca_server`. The Flower apps
     (:mod:`fedcore.integrations.flower.feca`) run the same two functions on Flower nodes.
     """
     params = check_feca_params(n_clusters, client_clusters, radius, init, n_init, max_iter, tol,
@@ -345,7 +345,7 @@ def feca(federation, n_clusters, *, client_clusters=None, radius="empirical", in
     k_client = params.pop("client_clusters")
     fed = check_federation(federation, k_client)
     rng = check_random_state(random_state)
-    seeds = _client_seeds(rng, fed.n_clients)
+    seeds = client_seeds(rng, fed.n_clients)
 
     def client(l):
         X, _ = fed.client(l)

@@ -15,7 +15,7 @@ from .._config import CHUNK_SIZE, NUMBA_CACHE
 from .._validation import check_int, check_random_state, check_scalar
 from ..federation.ledger import SERVER, CommLedger
 from ._base import BaseEstimator
-from ._clients import (_client_seeds, check_federation, client_kmeans, predict_nearest,
+from ._clients import (client_seeds, check_federation, client_kmeans, predict_nearest,
                        run_clients, single_threaded_kernels)
 from .kmeans import KMeans, kmeans_plusplus
 
@@ -145,7 +145,7 @@ def ffcm(federation, n_clusters, *, version=1, n_rounds=10, fuzziness=2.0, max_i
     comm = CommLedger()
     # Round 0 (initialization): each client sends the centroids of one k-means run on its data;
     # the server seeds the global centers by k-means++ over them (it never sees a data point).
-    seeds = _client_seeds(rng, fed.n_clients)
+    seeds = client_seeds(rng, fed.n_clients)
 
     def initial(l):
         X, _ = fed.client(l)

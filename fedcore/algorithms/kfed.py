@@ -12,7 +12,7 @@ import numpy as np
 from .._validation import check_int, check_random_state, check_scalar
 from ..federation.ledger import CommLedger
 from ._base import BaseEstimator
-from ._clients import (_client_seeds, check_federation, predict_nearest, send_local_centers,
+from ._clients import (client_seeds, check_federation, predict_nearest, send_local_centers,
                        single_threaded_kernels)
 from .kmeans import KMeans
 from .kmeanspp import check_n_local_trials
@@ -68,7 +68,7 @@ def kfed(federation, n_clusters, *, client_clusters=None, n_init=1, max_iter=300
     n_local_trials = check_n_local_trials(n_local_trials, k_client)
     fed = check_federation(federation, k_client)
     rng = check_random_state(random_state)
-    seeds = _client_seeds(rng, fed.n_clients)
+    seeds = client_seeds(rng, fed.n_clients)
     sent, comm = send_local_centers(fed, k_client, seeds, n_jobs, n_init=n_init,
                                     max_iter=max_iter, tol=tol, n_local_trials=n_local_trials)
     points = np.concatenate(sent)

@@ -54,9 +54,9 @@ def _lloyd(X, weights, centers, max_iter, tol, scale=None):
     centers = np.array(centers, dtype=np.float64, order="C")
     labels = np.empty(n, dtype=np.int64)
     distances = np.empty(n)
-    scale = max(max_abs(X) if scale is None else scale, float(np.abs(centers).max()))
-    inertia, n_iter = lloyd_run(X, weights, centers, max_iter, tol, _slack(scale, d), labels,
-                                distances, single=2.0 * scale < _SINGLE_SCREEN_RANGE)
+    margin, single = _bound_settings(X, centers, scale)
+    inertia, n_iter = lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances,
+                                single=single)
     return centers, labels, float(inertia), int(n_iter)
 
 
@@ -79,10 +79,12 @@ def _slack(scale, n_features):
 _SINGLE_SCREEN_RANGE = 2.0 ** 50
 
 
-def _single_screen(X, centers):
-    """Whether Lloyd's BLAS screen may run in float32 for this data (see
-    :func:`fedcore.kernels.lloyd.make_screen`)."""
-    return 2.0 * max(max_abs(X), float(np.abs(centers).max())) < _SINGLE_SCREEN_RANGE
+def _bound_settings(X, centers, scale=None):
+    """``(margin, single)`` of a Lloyd run on X from ``centers``: :func:`_margin` and whether its
+    BLAS screen may run in float32 (see :func:`fedcore.kernels.lloyd.make_screen`). ``scale``:
+    :func:`max_abs` of X when the caller has it (else one pass over X)."""
+    scale = max(max_abs(X) if scale is None else scale, float(np.abs(centers).max()))
+    return _slack(scale, X.shape[1]), 2.0 * scale < _SINGLE_SCREEN_RANGE
 
 
 _POOL = None

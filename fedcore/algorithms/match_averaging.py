@@ -12,7 +12,7 @@ from scipy.optimize import linear_sum_assignment
 from .._validation import check_int, check_random_state, check_scalar
 from ..federation.ledger import CommLedger
 from ._base import BaseEstimator
-from ._clients import _client_seeds, check_federation, predict_nearest, send_local_centers
+from ._clients import client_seeds, check_federation, predict_nearest, send_local_centers
 from .kmeanspp import check_n_local_trials
 
 __all__ = ["MatchAveraging", "MatchAveragingResult", "match_averaging", "match_average_centers"]
@@ -87,7 +87,7 @@ def match_averaging(federation, n_clusters, *, client_clusters=None, max_iter=10
                          "template is one client's centroid set")
     fed = check_federation(federation, k_client)
     rng = check_random_state(random_state)
-    seeds = _client_seeds(rng, fed.n_clients)
+    seeds = client_seeds(rng, fed.n_clients)
     sent, comm = send_local_centers(fed, k_client, seeds, n_jobs, n_init=n_init,
                                     max_iter=client_max_iter, tol=tol,
                                     n_local_trials=n_local_trials)

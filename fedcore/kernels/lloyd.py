@@ -33,7 +33,7 @@ from .distances import nearest_two, own_distance
 from .lloyd_replay import (LloydPrior, LloydTrace, center_moves, grow_trace, mark_dirty,
                            prime_bounds, sparse_estep, sparse_sums, top_two)
 
-__all__ = ["Screen", "LloydTrace", "LloydPrior", "BLOCK_ROWS", "screen_eps", "make_screen",
+__all__ = ["Screen", "BLOCK_ROWS", "screen_eps", "make_screen",
            "uses_screen", "lloyd_iteration", "half_separation", "relocate_empty", "lloyd_run",
            "lloyd_core", "one_blas_thread"]
 
@@ -250,8 +250,8 @@ def _scan_block(X, rows, centers_t, block_t, dists_t, nearest, labels, lower, di
 @njit(cache=NUMBA_CACHE, nogil=True)
 def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, labels, lower,
                 distances):
-    """E-step of rows ``start:stop``: OUT ``labels``, ``distances`` (exact, as the plain scan) and,
-    with ``bounds``, IN/OUT ``lower`` (rows whose bound proves their label skip the scan)."""
+    """E-step of rows ``start:stop``: OUT ``labels``, ``distances`` (exact, as the plain scan);
+    IN/OUT ``lower`` (rows whose bound proves their label skip the scan; 0: no bound yet)."""
     k = centers.shape[0]
     pending = np.empty(stop - start, dtype=np.int64)
     m = 0
@@ -650,8 +650,8 @@ def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, *,
     for the final centers. The whole loop is compiled because the servers and clients of federated
     methods run many small problems, where per-iteration interpreter overhead would dominate.
 
-    ``record``: return the :class:`LloydTrace` of every E-step (else None). ``prior``: None or a
-    :class:`LloydPrior` of a run from the same initial centers; E-steps are replayed
+    ``record``: return the :class:`~fedcore.kernels.lloyd_replay.LloydTrace` of every E-step (else None). ``prior``: None or a
+    :class:`~fedcore.kernels.lloyd_replay.LloydPrior` of a run from the same initial centers; E-steps are replayed
     (:mod:`fedcore.kernels.lloyd_replay`) until the prior's last one or its first empty cluster;
     with one chunk of rows in both runs only the rows and clusters touched by the change are
     recomputed. ``single`` and ``screen``: see :func:`make_screen` (``screen`` None: by shape;

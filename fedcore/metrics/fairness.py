@@ -33,7 +33,7 @@ def _check_labels(labels, n=None, n_clusters=None):
     return np.ascontiguousarray(labels, dtype=np.int64), k
 
 
-def _encode_groups(groups, n, name="groups"):
+def encode_groups(groups, n, name="groups"):
     """Return (codes int64 (n, A) with a global group index per attribute, sizes per attribute,
     category values per attribute)."""
     if groups is None:
@@ -92,7 +92,7 @@ def fairness_bounds(groups, delta=0.2):
         raise ValueError(f"Argument 'delta' must be < 1, got {delta}")
     n = len(groups[0]) if isinstance(groups, (list, tuple)) and np.ndim(groups[0]) == 1 \
         else np.shape(groups)[0]
-    codes, _, _ = _encode_groups(groups, n)
+    codes, _, _ = encode_groups(groups, n)
     L = int(codes.max()) + 1
     eta = np.zeros(L)
     for a in range(codes.shape[1]):
@@ -164,7 +164,7 @@ def balance(labels, groups, n_clusters=None):
     [0.5, 0.0]
     """
     labels, k = _check_labels(labels, n_clusters=n_clusters)
-    codes, _, _ = _encode_groups(groups, labels.shape[0])
+    codes, _, _ = encode_groups(groups, labels.shape[0])
     gc, counts = _group_counts(labels, codes, k)
     n = labels.shape[0]
     eta = gc.sum(axis=1) / n
@@ -193,18 +193,20 @@ def additive_violation(labels, groups, *, delta=0.2, alpha=None, beta=None, n_cl
     0.4
     """
     labels, k = _check_labels(labels, n_clusters=n_clusters)
-    codes, _, _ = _encode_groups(groups, labels.shape[0])
+    codes, _, _ = encode_groups(groups, labels.shape[0])
     gc, counts = _group_counts(labels, codes, k)
     L = gc.shape[0]
     eta, a0, b0 = fairness_bounds(groups, delta)
-    alpha = a0 if alpha is None else _check_bounds(alpha, "alpha", L)
-    beta = b0 if beta is None else _check_bounds(beta, "beta", L)
+    alpha = a0 if alpha is None else check_fairness_bounds(alpha, "alpha", L)
+    beta = b0 if beta is None else check_fairness_bounds(beta, "beta", L)
     over = gc - alpha[:, None] * counts[None, :]
     under = beta[:, None] * counts[None, :] - gc
     return float(max(0.0, over.max(initial=0.0), under.max(initial=0.0)))
 
 
-def _check_bounds(values, name, L):
+def check_fairness_bounds(values, name, L):
+    """Per-group bounds as a float64 array of length ``L`` (a scalar is broadcast), or raise
+    naming ``name``."""
     arr = check_array(values, name, ensure_2d=False, dtype=("float64",), min_samples=0)
     if arr.ndim == 0:
         arr = np.full(L, float(arr))

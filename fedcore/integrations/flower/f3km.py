@@ -41,11 +41,11 @@ import numpy as np
 from ..._validation import check_int, check_random_state
 from ...algorithms._cd_server import (SweepServer, combine_balance, run_admm, run_bcd,
                                       vertical_kmeans_plusplus)
-from ...algorithms.cdkm import (BCDKM, _resolve_block_size, check_n_clusters,
+from ...algorithms.cdkm import (BCDKM, resolve_block_size, check_n_clusters,
                                 fitted_attributes, join_blocks)
 from ...algorithms.fair import FairKMeans, check_fair_params, check_has_groups, group_bounds
 from ...federation.ledger import CommLedger
-from ...metrics.fairness import _check_bounds
+from ...metrics.fairness import check_fairness_bounds
 from ._common import (DEFAULT_TIMEOUT, FlowerApps, arrays_record, exchange, read_arrays,
                       require_flwr, settings, wait_for_nodes)
 from ._f3km_node import (HANDLERS, handle_change, handle_close, handle_duals, handle_init,
@@ -291,8 +291,8 @@ class F3KMFlowerResult:
 def _explicit_bounds(estimator, group_sizes):
     """The explicit ``alpha`` / ``beta`` split by party (None entries where not given)."""
     L = sum(group_sizes)
-    alpha = None if estimator.alpha is None else _check_bounds(estimator.alpha, "alpha", L)
-    beta = None if estimator.beta is None else _check_bounds(estimator.beta, "beta", L)
+    alpha = None if estimator.alpha is None else check_fairness_bounds(estimator.alpha, "alpha", L)
+    beta = None if estimator.beta is None else check_fairness_bounds(estimator.beta, "beta", L)
     if alpha is None and beta is None:
         return None
     if alpha is not None and beta is not None:
@@ -329,7 +329,7 @@ def run_server(grid, estimator, n_nodes, timeout=DEFAULT_TIMEOUT):
     parties = _NodeParties.connect(grid, nodes, timeout, setup)
     n = int(parties.infos[0]["n-samples"])
     check_n_clusters(k, n)
-    nb = _resolve_block_size(block_size, n)
+    nb = resolve_block_size(block_size, n)
     bounds = None
     if fair:
         sizes = [int(info["n-groups"]) for info in parties.infos]

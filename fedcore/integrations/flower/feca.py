@@ -30,7 +30,7 @@ import os
 import numpy as np
 
 from ..._validation import check_array, check_int, check_random_state, check_scalar
-from ...algorithms.feca import (FeCA, _client_seeds, check_feca_params, feca_client, feca_server,
+from ...algorithms.feca import (FeCA, client_seeds, check_feca_params, feca_client, feca_server,
                                 single_threaded_kernels)
 from ...federation.ledger import SERVER, CommLedger
 from ._common import (DEFAULT_TIMEOUT, FlowerApps, FlowerRoundError, arrays_record, exchange,
@@ -160,7 +160,7 @@ def run_feca_server(grid, estimator, n_clients, timeout=DEFAULT_TIMEOUT):
     checked = check_feca_params(**{key: params[key] for key in _ESTIMATOR_KEYS})
     n_clients = check_int(n_clients, "n_clients", min_value=1)
     nodes = wait_for_nodes(grid, n_clients, timeout)
-    seeds = _client_seeds(check_random_state(params["random_state"]), n_clients)
+    seeds = client_seeds(check_random_state(params["random_state"]), n_clients)
     replies = exchange(grid, {node: _request(checked, seeds) for node in nodes}, MESSAGE_TYPE,
                        _STAGE, timeout)
     sent = [arrays for _, arrays in _by_partition(replies, n_clients)]
