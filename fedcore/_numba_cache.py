@@ -23,7 +23,8 @@ def cache_dir():
     """The directory fedcore's compiled kernels are cached in."""
     root = os.environ.get("FEDCORE_CACHE_DIR") or AppDirs("fedcore", appauthor=False).user_cache_dir
     from . import __version__
-    tag = f"fedcore-{__version__}-numba-{numba.__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
+    python = f"py{sys.version_info[0]}{sys.version_info[1]}"
+    tag = f"fedcore-{__version__}-numba-{numba.__version__}-{python}"
     return os.path.join(root, tag)
 
 

@@ -52,8 +52,8 @@ class _Restart(NamedTuple):
 
 def _lloyd_traced(X, weights, centers, max_iter, tol, margin, prior, single=None):
     """Lloyd as :func:`fedcore.algorithms.kmeans._lloyd`, recording its E-steps and replaying
-    ``prior`` (a :class:`~fedcore.kernels.lloyd_replay.LloydPrior`). Returns (centers, inertia, n_iter,
-    trace).
+    ``prior`` (a :class:`~fedcore.kernels.lloyd_replay.LloydPrior`). Returns (centers, inertia,
+    n_iter, trace).
     ``margin``: :func:`~fedcore.algorithms.kmeans._margin` of X (the centers are rows of X);
     ``single``: the screen's precision (None: from X and the centers)."""
     n = X.shape[0]

@@ -204,8 +204,10 @@ class FairLP(BaseEstimator):
         for a in range(codes.shape[1]):
             eta += np.bincount(codes[:, a], minlength=L)
         eta /= n
-        alpha = eta / (1 - delta) if self.alpha is None else check_fairness_bounds(self.alpha, "alpha", L)
-        beta = eta * (1 - delta) if self.beta is None else check_fairness_bounds(self.beta, "beta", L)
+        alpha = eta / (1 - delta) if self.alpha is None else \
+            check_fairness_bounds(self.alpha, "alpha", L)
+        beta = eta * (1 - delta) if self.beta is None else \
+            check_fairness_bounds(self.beta, "beta", L)
         centers = self._centers(X, k)
         D = np.empty((n, k))
         pairwise_sq_distances(X, np.ascontiguousarray(centers.T), D)

@@ -650,12 +650,13 @@ def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, *,
     for the final centers. The whole loop is compiled because the servers and clients of federated
     methods run many small problems, where per-iteration interpreter overhead would dominate.
 
-    ``record``: return the :class:`~fedcore.kernels.lloyd_replay.LloydTrace` of every E-step (else None). ``prior``: None or a
-    :class:`~fedcore.kernels.lloyd_replay.LloydPrior` of a run from the same initial centers; E-steps are replayed
-    (:mod:`fedcore.kernels.lloyd_replay`) until the prior's last one or its first empty cluster;
-    with one chunk of rows in both runs only the rows and clusters touched by the change are
-    recomputed. ``single`` and ``screen``: see :func:`make_screen` (``screen`` None: by shape;
-    the results are the same bits whatever they are).
+    ``record``: return the :class:`~fedcore.kernels.lloyd_replay.LloydTrace` of every E-step
+    (else None). ``prior``: None or a :class:`~fedcore.kernels.lloyd_replay.LloydPrior` of a run
+    from the same initial centers; E-steps are replayed (:mod:`fedcore.kernels.lloyd_replay`)
+    until the prior's last one or its first empty cluster; with one chunk of rows in both runs
+    only the rows and clusters touched by the change are recomputed. ``single`` and ``screen``:
+    see :func:`make_screen` (``screen`` None: by shape; the results are the same bits whatever
+    they are).
     """
     n, d = X.shape
     k = centers.shape[0]
