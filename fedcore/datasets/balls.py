@@ -137,6 +137,20 @@ def _peaked_cloud(rng, n):
     return np.column_stack([radius * np.cos(angle), radius * np.sin(angle)])
 
 
+def check_s_level(level):
+    """The S-sets level as an int in 1..4, from 1..4 or "S1".."S4" (any case, e.g. "s2")."""
+    if isinstance(level, str):
+        key = level.strip().upper()
+        if key not in ("S1", "S2", "S3", "S4"):
+            raise ValueError(f"Argument 'level' must be 1, 2, 3, 4 or 'S1'..'S4', got {level!r}")
+        return int(key[1])
+    if isinstance(level, numbers.Integral) and not isinstance(level, bool):
+        if int(level) not in S_SET_LEVELS:
+            raise ValueError(f"Argument 'level' must be 1, 2, 3, 4 or 'S1'..'S4', got {level!r}")
+        return int(level)
+    raise TypeError(f"Argument 'level' must be an int or a str, got {type(level).__name__}")
+
+
 def make_s_sets(level=1, *, n_samples=5000, n_clusters=15, random_state=None):
     """An S-sets-like benchmark: 15 Gaussian clusters in 2-D at overlap level S1, S2, S3 or S4.
 
@@ -148,10 +162,9 @@ def make_s_sets(level=1, *, n_samples=5000, n_clusters=15, random_state=None):
     ratio in ``[1, 2]`` at a random orientation; its geometric-mean scale (root-mean-square per
     axis) is ``S_SET_LEVELS[level] * 1.6e5`` (0.16, 0.23, 0.38, 0.46 of the minimum separation).
     The calibration is given next to ``S_SET_LEVELS``. These are not the published point sets
-    (they are not bundled):
-    they are generated from ``random_state``, and the true centers returned are the generating
-    means. On this scale the FeCA paper's "l2-distance x 10^4" is
-    ``fedcore.metrics.center_distance(centers, true_centers) / 1e4``.
+    (those are :func:`fedcore.datasets.load_s_sets`): they are generated from ``random_state``,
+    and the true centers returned are the generating means. On this scale the FeCA paper's
+    "l2-distance x 10^4" is ``fedcore.metrics.center_distance(centers, true_centers) / 1e4``.
 
     Parameters
     ----------
@@ -172,17 +185,7 @@ def make_s_sets(level=1, *, n_samples=5000, n_clusters=15, random_state=None):
     >>> X.shape, c.shape, int(np.bincount(y).min()) >= 300
     ((5000, 2), (15, 2), True)
     """
-    if isinstance(level, str):
-        key = level.strip().upper()
-        if key not in ("S1", "S2", "S3", "S4"):
-            raise ValueError(f"Argument 'level' must be 1, 2, 3, 4 or 'S1'..'S4', got {level!r}")
-        level = int(key[1])
-    elif isinstance(level, numbers.Integral) and not isinstance(level, bool):
-        if int(level) not in S_SET_LEVELS:
-            raise ValueError(f"Argument 'level' must be 1, 2, 3, 4 or 'S1'..'S4', got {level!r}")
-        level = int(level)
-    else:
-        raise TypeError(f"Argument 'level' must be an int or a str, got {type(level).__name__}")
+    level = check_s_level(level)
     k = check_int(n_clusters, "n_clusters", min_value=1)
     n = check_int(n_samples, "n_samples", min_value=k)
     rng = check_random_state(random_state)

@@ -9,8 +9,9 @@ __all__ = ["HorizontalFederation", "partition"]
 class HorizontalFederation:
     """Clients' data arrays, each row with a stable global point id.
 
-    Build with :meth:`from_arrays` (ids ``0..n-1`` in client order) or :func:`partition`
-    (ids are the rows of the partitioned array). Clients are never empty.
+    Build with :meth:`from_arrays` (ids ``0..n-1`` in client order), :meth:`from_labels` (one
+    client per value of a client column; ids are the rows) or :func:`partition` (ids are the rows
+    of the partitioned array). Clients are never empty.
 
     Attributes
     ----------
@@ -68,6 +69,59 @@ class HorizontalFederation:
         ids = [np.arange(starts[l], starts[l + 1]) for l in range(len(sizes))]
         y = None if labels is None else np.concatenate([np.asarray(v) for v in labels])
         return cls(arrays, ids, labels=y)
+
+    @classmethod
+    def from_labels(cls, X, client_labels, *, labels=None):
+        """One client per distinct value of ``client_labels``; point ids are the row numbers of X.
+
+        Client ``l`` holds the rows whose client label is the ``l``-th smallest distinct value
+        (``np.unique(client_labels)[l]``), in their order in ``X``. This is how a data set that
+        comes with its own split (a column naming the client of each row) becomes a federation,
+        e.g. :func:`fedcore.datasets.load_celltype`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        client_labels : array-like of shape (n_samples,)
+            The client of each row: ints, strings or any values ``np.unique`` can sort; NaN is
+            refused.
+        labels : array-like of shape (n_samples,), default=None
+            True labels of the rows (evaluation only), stored by point id (= row).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.arange(8.0).reshape(4, 2)
+        >>> fed = HorizontalFederation.from_labels(X, ["b", "a", "b", "a"])
+        >>> fed.client(0)[1], fed.client(1)[1]
+        (array([1, 3]), array([0, 2]))
+        """
+        X = check_array(X, "X")
+        n = X.shape[0]
+        keys = np.asarray(client_labels)
+        if keys.ndim != 1 or keys.shape[0] != n:
+            raise ValueError(f"Argument 'client_labels' must have shape ({n},) (one client label "
+                             f"per row of X), got shape {keys.shape}")
+        if keys.dtype.kind in "fc":
+            nan = np.isnan(keys)
+        elif keys.dtype.kind == "O":
+            nan = np.array([v != v for v in keys], dtype=bool)  # NaN is the only x != x
+        else:
+            nan = np.zeros(n, dtype=bool)
+        if nan.any():
+            raise ValueError("Argument 'client_labels' must not contain NaN, got NaN at index "
+                             f"{int(np.argmax(nan))}")
+        try:
+            _, codes = np.unique(keys, return_inverse=True)
+        except TypeError as exc:
+            raise TypeError(f"Argument 'client_labels' must hold values that can be sorted "
+                            f"({exc})") from None
+        codes = codes.reshape(-1)
+        order = np.argsort(codes, kind="stable").astype(np.int64)  # rows keep their order
+        cuts = np.cumsum(np.bincount(codes))[:-1]
+        parts = np.split(order, cuts)
+        y = None if labels is None else _check_labels(labels, n)
+        return cls([X[p] for p in parts], parts, labels=y)
 
     def client(self, l):
         """``(X_l, ids_l)``: client ``l``'s rows and their global point ids."""
