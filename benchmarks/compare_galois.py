@@ -27,8 +27,8 @@ import time
 import numpy as np
 
 from fedcore.kernels.field import add_into, sub_into
-from fedcore.kernels.polynomial import poly_from_roots
-from fedcore.kernels.reed_solomon import berlekamp_massey, find_roots, power_sums
+from fedcore.kernels.field.polynomial import poly_from_roots
+from fedcore.kernels.field.reed_solomon import berlekamp_massey, find_roots, power_sums
 from fedcore.secagg import SCMAClient, SCMASetup, SCMAServer
 from _timing import median_time
 

@@ -24,7 +24,7 @@ import numpy as np
 
 
 def _warm():
-    from fedcore.algorithms.fair import FairKMeans, FairLP
+    from fedcore.algorithms.f3km import FairKMeans, FairLP
     from fedcore.datasets.fair import make_fair_blobs
     w = make_fair_blobs(500, 53, 3, groups_per_attribute=(5, 5), random_state=0)
     FairKMeans(3, delta=0.5, max_iter=3, random_state=0).fit(w.X, groups=w.groups)
@@ -33,7 +33,7 @@ def _warm():
 
 def one_size(n, repeats, fairlp, time_limit, max_iter):
     """Run one size in this process; returns a dict of results."""
-    from fedcore.algorithms.fair import FairKMeans, FairLP
+    from fedcore.algorithms.f3km import FairKMeans, FairLP
     from fedcore.datasets.fair import make_fair_blobs
     _warm()
     data = make_fair_blobs(n, 53, 3, groups_per_attribute=(5, 5), bias=0.5, random_state=0)
@@ -88,8 +88,8 @@ def table4(args):
 
 def real_tables(args):
     from fedcore import KMeans, kmeans_plusplus
-    from fedcore.algorithms.cdkm import CDKM
-    from fedcore.algorithms.fair import FairKMeans, FairLP
+    from fedcore.algorithms.f3km.cdkm import CDKM
+    from fedcore.algorithms.f3km import FairKMeans, FairLP
     from fedcore.datasets.fair import load_cps1988, load_wage
     from fedcore.metrics.fairness import balance, relative_error
     print("Fig. 8/9 setting: delta=0.2, k=4; relative error = SSE / SSE(Lloyd from the same "
@@ -124,7 +124,7 @@ def real_tables(args):
 
 def rounds(args):
     from fedcore import VerticalFederation, KMeans, kmeans_plusplus
-    from fedcore.algorithms.fair import FairKMeans
+    from fedcore.algorithms.f3km import FairKMeans
     from fedcore.datasets.fair import load_wage
     from fedcore.metrics.fairness import relative_error
     data = load_wage()

@@ -39,9 +39,9 @@ from scipy.stats import wilcoxon
 
 import fedcore
 from fedcore.algorithms.feca import FeCA, FewerGroupsWarning
-from fedcore.algorithms.ffcm import FFCM
-from fedcore.algorithms.kfed import KFed
-from fedcore.algorithms.match_averaging import MatchAveraging
+from fedcore.algorithms.baselines.ffcm import FFCM
+from fedcore.algorithms.baselines.kfed import KFed
+from fedcore.algorithms.baselines.match_averaging import MatchAveraging
 from fedcore.datasets.balls import make_s_sets
 from fedcore.metrics import center_distance, nmi, purity
 

@@ -20,9 +20,9 @@ import time
 import numpy as np
 
 import fedcore
-from fedcore._mainjob import _induced_inertia, _pick_removal, _refederate, _remaining
-from fedcore.algorithms.dckmeans import DCKMeans
-from fedcore.algorithms.kfed import KFed
+from fedcore.cli.mainjob import _induced_inertia, _pick_removal, _refederate, _remaining
+from fedcore.algorithms.baselines.dckmeans import DCKMeans
+from fedcore.algorithms.baselines.kfed import KFed
 from fedcore.algorithms.mufc import MUFC
 
 

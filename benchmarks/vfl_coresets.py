@@ -29,11 +29,11 @@ import time
 import numpy as np
 
 import fedcore
-from fedcore.algorithms.coreset import (VerticalCoreset, gather, uniform_coreset, vkmc_coreset,
+from fedcore.algorithms.vfl import (VerticalCoreset, gather, uniform_coreset, vkmc_coreset,
                                         vkmc_local_scores, vrlr_coreset, vrlr_local_scores)
-from fedcore.algorithms.distdim import DistDim
-from fedcore.algorithms.ridge import VerticalRidge
-from fedcore.kernels.distances import assign_nearest
+from fedcore.algorithms.vfl.distdim import DistDim
+from fedcore.algorithms.vfl.ridge import VerticalRidge
+from fedcore.kernels.kmeans.distances import assign_nearest
 
 
 def stand_in(n, d=90, k=10, seed=0):

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fedcore
-from fedcore.algorithms.ffcm import FFCM, fcm_statistics, fuzzy_c_means
-from fedcore.algorithms.match_averaging import MatchAveraging, match_average_centers
+from fedcore.algorithms.baselines.ffcm import FFCM, fcm_statistics, fuzzy_c_means
+from fedcore.algorithms.baselines.match_averaging import MatchAveraging, match_average_centers
 from fedcore.datasets.balls import make_stochastic_ball
 from tests.reference.feca_reference import fcm_statistics_reference
 

@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedcore import KMeans, VerticalFederation, kmeans_plusplus
-from fedcore.algorithms.cdkm import BCDKM, CDKM
-from fedcore.kernels import cd_kmeans as K
+from fedcore.algorithms.f3km.cdkm import BCDKM, CDKM
+from fedcore.kernels.cd import kmeans as K
 from tests.reference.cdkm_reference import (lagrangian_reference, row_objectives_reference,
                                             sse_reference, statistics_reference,
                                             sweep_reference)

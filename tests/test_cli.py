@@ -4,7 +4,7 @@ import io
 import pytest
 
 from fedcore import cli
-from fedcore._mainjob import run_mufc_job
+from fedcore.cli.mainjob import run_mufc_job
 
 
 def test_mufc_job_table_on_a_small_shape():
@@ -41,7 +41,7 @@ def test_cli_rejects_bad_arguments():
 
 def test_flower_removal_plan_keeps_client_clusters_points():
     import numpy as np
-    from fedcore._flowerjob import plan_removals
+    from fedcore.cli.flowerjob import plan_removals
     held = {0: list(range(10)), 1: list(range(10, 13)), 2: list(range(13, 20))}
     plan = plan_removals(held, 5, 2, 3, np.random.default_rng(0))   # 3 + 0 + 2 batches fit
     removed = [i for _, ids in plan for i in ids]

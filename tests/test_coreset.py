@@ -17,11 +17,12 @@ import numpy as np
 import pytest
 
 import fedcore
-from fedcore.algorithms.coreset import (Coreset, VerticalCoreset, _leverage_scores, gather,
+from fedcore.algorithms.vfl.coreset import _leverage_scores
+from fedcore.algorithms.vfl import (Coreset, VerticalCoreset, gather,
                                         robust_coreset_error, uniform_coreset, vkmc_coreset,
                                         vkmc_local_scores, vrlr_coreset, vrlr_local_scores)
 from fedcore.federation.ledger import CommLedger
-from fedcore.kernels.distances import assign_nearest
+from fedcore.kernels.kmeans.distances import assign_nearest
 from tests.reference.coreset_reference import (dis_probabilities_reference, dis_weights_reference,
                                                leverage_reference, robust_error_reference,
                                                vkmc_sensitivities_reference)

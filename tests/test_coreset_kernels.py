@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from fedcore import _config
-from fedcore.algorithms.coreset import _sample_rows
+from fedcore.algorithms.vfl.coreset import _sample_rows
 from fedcore.kernels import coreset as K
-from fedcore.kernels.distances import assign_nearest
-from fedcore.kernels.seeding import chunk_sums, n_chunks, pick_index
+from fedcore.kernels.kmeans.distances import assign_nearest
+from fedcore.kernels.kmeans.seeding import chunk_sums, n_chunks, pick_index
 from tests.reference.coreset_reference import (sample_with_replacement_reference,
                                                saga_epoch_reference, vkmc_sensitivities_reference)
 from tests.reference.kmeans_reference import chi_square_against_exact

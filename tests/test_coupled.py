@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from fedcore import _config
-from fedcore.algorithms import _coupled
-from fedcore.algorithms._coupled import CoupledKMeans, _lloyd_traced
-from fedcore.algorithms._rows import add_sparse, match_rows
-from fedcore.algorithms.kmeans import _lloyd, _margin, _tolerance
-from fedcore.kernels.lloyd_replay import LloydPrior
+from fedcore.algorithms.mufc import coupled as _coupled
+from fedcore.algorithms.mufc.coupled import CoupledKMeans, _lloyd_traced
+from fedcore.algorithms.mufc.rows import add_sparse, match_rows
+from fedcore.algorithms.kmeans.lloyd import weighted_lloyd, _margin, absolute_tolerance
+from fedcore.kernels.kmeans.lloyd_replay import LloydPrior
 from tests.reference.kmeans_reference import chi_square_against_exact, exact_kmeanspp_distribution
 from tests.test_lloyd import ROW_KINDS, rows_of_kind
 
@@ -104,9 +104,9 @@ def test_refit_redraws_only_what_changed_and_models_are_lloyd_of_their_seeds():
         keys, X, w = keys[keep], X[keep], w[keep]
         model.refit(keys, X, w, rng)
         assert model.n_redrawn_ <= 4
-        tol = _tolerance(X, 1e-4)
+        tol = absolute_tolerance(X, 1e-4)
         for r in model._restarts:
-            c, labels, inertia, n_iter = _lloyd(X, w, X[r.seeds], 300, tol)
+            c, labels, inertia, n_iter = weighted_lloyd(X, w, X[r.seeds], 300, tol)
             np.testing.assert_array_equal(c.view(np.int64), r.centers.view(np.int64))
             np.testing.assert_array_equal(labels, r.trace[0][-1])
             assert inertia == r.inertia and n_iter == r.n_iter
@@ -169,10 +169,10 @@ def test_lloyd_replay_gives_the_bits_of_a_fresh_run(problem):
         return
     both = np.concatenate([old[1], new[1], init])
     margin = _margin(both, init)
-    tol = _tolerance(new[1], 1e-4)
+    tol = absolute_tolerance(new[1], 1e-4)
     recorded = _lloyd_traced(old[1], old[2], init, max_iter, tol, margin, None)
     fresh_traced = _lloyd_traced(new[1], new[2], init, max_iter, tol, margin, None)
-    fresh = _lloyd(new[1], new[2], init, max_iter, tol)
+    fresh = weighted_lloyd(new[1], new[2], init, max_iter, tol)
     replay = _lloyd_traced(new[1], new[2], init, max_iter, tol, margin,
                            _prior_for(old, new, recorded[3]))
     _assert_same_run(replay, fresh_traced, fresh)
@@ -180,7 +180,7 @@ def test_lloyd_replay_gives_the_bits_of_a_fresh_run(problem):
     back = _lloyd_traced(old[1], old[2], init, max_iter, tol, margin,
                          _prior_for(new, old, replay[3]))
     _assert_same_run(back, recorded,
-                     _lloyd(old[1], old[2], init, max_iter, tol))
+                     weighted_lloyd(old[1], old[2], init, max_iter, tol))
 
 
 def test_lloyd_replay_over_several_chunks():
@@ -195,12 +195,12 @@ def test_lloyd_replay_over_several_chunks():
     keep = w2 > 0
     old, new = (keys, X, w), (keys[keep], X[keep], w2[keep])
     init = X[rng.integers(0, n, 5)]
-    margin, tol = _margin(X, init), _tolerance(new[1], 1e-4)
+    margin, tol = _margin(X, init), absolute_tolerance(new[1], 1e-4)
     recorded = _lloyd_traced(X, w, init, 100, tol, margin, None)
     replay = _lloyd_traced(new[1], new[2], init, 100, tol, margin,
                            _prior_for(old, new, recorded[3]))
     fresh_traced = _lloyd_traced(new[1], new[2], init, 100, tol, margin, None)
-    _assert_same_run(replay, fresh_traced, _lloyd(new[1], new[2], init, 100, tol))
+    _assert_same_run(replay, fresh_traced, weighted_lloyd(new[1], new[2], init, 100, tol))
 
 
 def test_match_rows_and_add_sparse(monkeypatch):
@@ -209,7 +209,7 @@ def test_match_rows_and_add_sparse(monkeypatch):
     np.testing.assert_array_equal(match_rows(old, new), [2, -1, 0])
     np.testing.assert_array_equal(match_rows(old[:0], new), [-1, -1, -1])
     # Hash collisions are detected and resolved exactly.
-    from fedcore.algorithms import _rows
+    from fedcore.algorithms.mufc import rows as _rows
     monkeypatch.setattr(_rows, "_row_hashes", lambda keys: np.zeros(keys.shape[0], np.uint64))
     np.testing.assert_array_equal(match_rows(old, new), [2, -1, 0])
     monkeypatch.undo()

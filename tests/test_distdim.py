@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import fedcore
-from fedcore.algorithms.coreset import uniform_coreset, vkmc_coreset
-from fedcore.algorithms.distdim import DistDim, _cells
+from fedcore.algorithms.vfl import uniform_coreset, vkmc_coreset
+from fedcore.algorithms.vfl.distdim import DistDim, _cells
 from tests.reference.coreset_reference import distdim_reference
 
 

@@ -16,8 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedcore import KMeans, VerticalFederation, kmeans_plusplus
-from fedcore.algorithms.cdkm import BCDKM
-from fedcore.algorithms.fair import FairKMeans, FairLP, _update_dual
+from fedcore.algorithms.f3km.cdkm import BCDKM
+from fedcore.algorithms.f3km import FairKMeans, FairLP
+from fedcore.algorithms.f3km.party import update_dual
 from fedcore.datasets.fair import make_fair_blobs
 from fedcore.metrics.fairness import additive_violation, balance, relative_error, sse
 
@@ -84,7 +85,7 @@ def test_theta_in_box_and_dual_update(seed, rho):
     p.u = rng.normal(size=(L, k)) * 10
     alpha, beta = rng.uniform(0.5, 1, L), rng.uniform(0, 0.5, L)
     u0, th0 = p.u.copy(), p.theta.copy()
-    _update_dual(p, alpha, beta, rho)
+    update_dual(p, alpha, beta, rho)
     full = p.counts > 0
     ratio = p.group_counts[:, full] / p.counts[full]
     assert np.all(p.theta[:, full] >= beta[:, None]) and np.all(p.theta[:, full] <= alpha[:, None])

@@ -13,10 +13,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import fedcore
-from fedcore.algorithms.feca import (FeCA, FewerGroupsWarning, client_kmeans, client_update,
-                                     cluster_statistics, greedy_ball_groups, radius_assign,
-                                     run_clients, server_aggregation)
-from fedcore.algorithms._clients import client_seeds
+from fedcore.algorithms.clients import client_kmeans, client_seeds, run_clients
+from fedcore.algorithms.feca import (FeCA, FewerGroupsWarning, client_update, radius_assign,
+                                     server_aggregation)
+from fedcore.kernels.feca import cluster_statistics, greedy_ball_groups
 from fedcore.datasets.balls import make_stochastic_ball
 from tests.reference.feca_reference import (client_update_reference,
                                             cluster_statistics_reference,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedcore.kernels import field as F
+from fedcore.kernels.field import arithmetic as F
 from tests.reference import field_reference as R
 
 # Small primes the SCMA tests use, a 31-bit, the default Mersenne prime and two primes near 2**62

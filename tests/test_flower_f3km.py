@@ -19,11 +19,11 @@ import pytest
 flwr = pytest.importorskip("flwr", reason="the Flower apps need the optional 'flower' extra")
 pytest.importorskip("ray", reason="Flower's simulation engine needs flwr[simulation]")
 
-from fedcore.algorithms._cd_party import CDParty  # noqa: E402
-from fedcore.algorithms._cd_server import vertical_kmeans_plusplus  # noqa: E402
-from fedcore.algorithms.cdkm import BCDKM  # noqa: E402
-from fedcore.algorithms.fair import FairKMeans  # noqa: E402
-from fedcore.algorithms.kmeanspp import _kmeans_plusplus_lazy  # noqa: E402
+from fedcore.algorithms.f3km.party import CDParty  # noqa: E402
+from fedcore.algorithms.f3km.server import vertical_kmeans_plusplus  # noqa: E402
+from fedcore.algorithms.f3km.cdkm import BCDKM  # noqa: E402
+from fedcore.algorithms.f3km import FairKMeans  # noqa: E402
+from fedcore.algorithms.kmeans.seeding import seed_lazy  # noqa: E402
 from fedcore.integrations.flower import FlowerRoundError  # noqa: E402
 from fedcore.integrations.flower import _f3km_node, f3km  # noqa: E402
 
@@ -133,7 +133,7 @@ def test_vertical_kmeans_plusplus_draws_the_joined_rows(seed):
             return total
 
         rows, got = vertical_kmeans_plusplus(n, k, np.random.default_rng(seed), distances)
-        want_rows, want, _ = _kmeans_plusplus_lazy(X, np.ones(n), np.random.default_rng(seed), k)
+        want_rows, want, _ = seed_lazy(X, np.ones(n), np.random.default_rng(seed), k)
         np.testing.assert_array_equal(rows, want_rows)
         np.testing.assert_array_equal(got, want)
 

@@ -20,7 +20,8 @@ from fedcore.algorithms.feca import FeCA, FewerGroupsWarning  # noqa: E402
 from fedcore.integrations.flower import FlowerRoundError  # noqa: E402
 from fedcore.integrations.flower._common import (arrays_record,  # noqa: E402
                                                  federation_from_settings, read_arrays)
-from fedcore.algorithms.feca import client_seeds, check_feca_params  # noqa: E402
+from fedcore.algorithms.clients import client_seeds  # noqa: E402
+from fedcore.algorithms.feca import check_feca_params  # noqa: E402
 from fedcore.integrations.flower.feca import (_by_partition, _client_reply,  # noqa: E402
                                               _request, client_train, estimator_from_config,
                                               feca_apps, load_feca_result, save_feca_result)

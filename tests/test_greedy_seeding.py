@@ -21,9 +21,9 @@ from hypothesis.extra import numpy as hnp
 
 import fedcore
 from fedcore import _config
-from fedcore.algorithms.kmeanspp import (_kmeans_plusplus, _kmeans_plusplus_greedy,
-                                         _kmeans_plusplus_lazy, check_n_local_trials)
-from fedcore.kernels.seeding import (candidate_potentials, center_gaps, d2_update, greedy_pass,
+from fedcore.algorithms.kmeans.seeding import (seed_from_uniforms, _kmeans_plusplus_greedy,
+                                         seed_lazy, check_n_local_trials)
+from fedcore.kernels.kmeans.seeding import (candidate_potentials, center_gaps, d2_update, greedy_pass,
                                      min_gaps, n_chunks, tiled)
 from tests.reference.greedy_seeding_reference import (candidate_potential_reference,
                                                       exact_greedy_kmeanspp_distribution,
@@ -96,7 +96,7 @@ def _check_against_reference(X, w, first, trials):
 def _state(X, w, n_centers, seed):
     """labels and mind after ``n_centers`` vanilla k-means++ centers."""
     u = np.random.default_rng(seed).random(n_centers)
-    rows, labels, mind = _kmeans_plusplus(X, w, u)
+    rows, labels, mind = seed_from_uniforms(X, w, u)
     return X[rows].astype(np.float64), labels, mind
 
 
@@ -198,7 +198,7 @@ def test_one_trial_is_vanilla_kernel():
     w = rng.random(50)
     u = rng.random(6)
     greedy = _kmeans_plusplus_greedy(X, w, u[0], u[1:].reshape(5, 1))
-    vanilla = _kmeans_plusplus(X, w, u)
+    vanilla = seed_from_uniforms(X, w, u)
     for a, b in zip(greedy, vanilla):
         np.testing.assert_array_equal(a, b)
 
@@ -266,7 +266,7 @@ def test_kmeans_plusplus_replays_reference_on_the_generator(n_local_trials, weig
 def test_none_and_one_are_todays_vanilla_seeding():
     X = np.random.default_rng(2).normal(size=(80, 2))
     for seed in range(5):
-        lazy, _, _ = _kmeans_plusplus_lazy(X, np.ones(80), np.random.default_rng(seed), 6)
+        lazy, _, _ = seed_lazy(X, np.ones(80), np.random.default_rng(seed), 6)
         for value in (None, 1):
             _, idx = fedcore.kmeans_plusplus(X, 6, random_state=seed, n_local_trials=value)
             np.testing.assert_array_equal(idx, lazy)

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fedcore
-from fedcore.algorithms.kfed import KFed, farthest_point_init
+from fedcore.algorithms.baselines.kfed import KFed, farthest_point_init
 from fedcore.datasets.balls import make_stochastic_ball
 
 
@@ -91,7 +91,7 @@ def test_errors_name_the_argument():
 
 def test_clients_share_feca_client_kmeans():
     """k-FED's clients run the k-means of FeCA's clients: greedy k-means++ by default."""
-    from fedcore.algorithms._clients import client_seeds, client_kmeans
+    from fedcore.algorithms.clients import client_seeds, client_kmeans
     fed, _ = _noniid(seed=4)
     assert KFed(6).get_params()["n_local_trials"] == "auto"
     for L in ("auto", None):

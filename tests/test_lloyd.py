@@ -27,7 +27,7 @@ EPS = np.finfo(np.float64).eps
 
 
 def _lloyd_kernel():
-    return importlib.import_module("fedcore.kernels.lloyd").lloyd_iteration
+    return importlib.import_module("fedcore.kernels.kmeans.lloyd").lloyd_iteration
 
 
 def _bits(a):
@@ -253,7 +253,7 @@ def test_lloyd_iteration_same_bits_one_and_two_threads(dtype):
 def test_kmeans_plusplus_kernel_same_bits_one_and_two_threads(dtype):
     X, w, _ = _threads_problem()
     X = X.astype(dtype)
-    kernel = importlib.import_module("fedcore.algorithms.kmeanspp")._kmeans_plusplus
+    kernel = importlib.import_module("fedcore.algorithms.kmeans.seeding").seed_from_uniforms
     u = np.random.default_rng(1).random(9)
     one = _with_threads(1, lambda: tuple(np.asarray(a) for a in kernel(X, w, u)))
     two = _with_threads(2, lambda: tuple(np.asarray(a) for a in kernel(X, w, u)))
@@ -304,7 +304,7 @@ def _screening_problems(draw):
 def test_lloyd_run_screened_by_blas_equals_the_plain_scan(problem):
     # The BLAS product only screens centers; labels (lowest index on ties), distances, centers,
     # inertia and n_iter must be the plain scan's, bit for bit.
-    from fedcore.kernels.lloyd import lloyd_run
+    from fedcore.kernels.kmeans.lloyd import lloyd_run
     X, w, init, max_iter = problem
     margin = 1e-9 * 2.0 * np.sqrt(X.shape[1]) * max(float(np.abs(X).max()), 1.0)
     runs = []
@@ -325,8 +325,8 @@ def test_lloyd_run_screened_by_blas_equals_the_plain_scan(problem):
 def test_kmeans_screens_large_problems_with_the_same_result(monkeypatch):
     import contextlib
 
-    from fedcore.algorithms import kmeans as km
-    from fedcore.kernels import lloyd
+    from fedcore.algorithms.kmeans import lloyd as km
+    from fedcore.kernels.kmeans import lloyd
     rng = np.random.default_rng(3)
     X = rng.normal(scale=4.0, size=(20, 100))[rng.integers(0, 20, 600)] + rng.normal(size=(600, 100))
     w = rng.integers(1, 5, size=600).astype(float)

@@ -133,7 +133,7 @@ def test_exact_server_is_lloyd_from_coupled_seeds_on_the_current_aggregate():
     # After removals (one hitting a client center, one client leaving), the exact server's model
     # is Lloyd from its restarts' seeds on the current aggregate, bit for bit, the best restart
     # kept; "retrain" re-fits from scratch instead.
-    from fedcore.algorithms.kmeans import _lloyd, _tolerance
+    from fedcore.algorithms.kmeans.lloyd import absolute_tolerance, weighted_lloyd
     X, fed = _gaussian_federation()
     m = MUFC(5, client_clusters=2, secure=False, random_state=0).fit(fed)
     hit = int(m._clients[2].center_ids_[0])
@@ -143,7 +143,7 @@ def test_exact_server_is_lloyd_from_coupled_seeds_on_the_current_aggregate():
             m.remove_clients(leaving)
         bins, counts = m.aggregate_
         points, w = m._bin_points(bins), counts.astype(float)
-        runs = [_lloyd(points, w, points[r.seeds], 300, _tolerance(points, 1e-4))
+        runs = [weighted_lloyd(points, w, points[r.seeds], 300, absolute_tolerance(points, 1e-4))
                 for r in m._coupled._restarts]
         assert len(runs) == m.server_n_init
         best = min(runs, key=lambda run: run[2])

@@ -12,8 +12,8 @@ pytestmark = pytest.mark.skipif(not _config.NUMBA_CACHE,
 
 def test_kernels_cache_under_the_user_cache_directory():
     import fedcore
-    from fedcore.kernels.lloyd import half_separation
-    from fedcore.kernels.seeding import d2_update
+    from fedcore.kernels.kmeans.lloyd import half_separation
+    from fedcore.kernels.kmeans.seeding import d2_update
     package = os.path.dirname(os.path.abspath(fedcore.__file__))
     for kernel in (half_separation, d2_update.serial):
         locator = kernel._cache._impl.locator

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedcore.kernels import polynomial as P
-from fedcore.kernels import reed_solomon as RS
+from fedcore.kernels.field import polynomial as P
+from fedcore.kernels.field import reed_solomon as RS
 from tests.reference import field_reference as R
 
 PRIMES = [13, 101, 65537, 2**31 - 1, 2**61 - 1, 2**62 - 57]

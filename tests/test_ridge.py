@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fedcore
-from fedcore.algorithms.coreset import uniform_coreset, vrlr_coreset
-from fedcore.algorithms.ridge import VerticalRidge
+from fedcore.algorithms.vfl import uniform_coreset, vrlr_coreset
+from fedcore.algorithms.vfl.ridge import VerticalRidge
 from tests.reference.coreset_reference import ridge_reference
 
 

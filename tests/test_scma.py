@@ -10,7 +10,7 @@ from scipy import stats
 import fedcore.secagg
 import fedcore.secagg.server
 from fedcore.federation.ledger import CommLedger
-from fedcore.kernels.reed_solomon import power_sums
+from fedcore.kernels.field.reed_solomon import power_sums
 from fedcore.secagg import SCMAClient, SCMADecodeError, SCMAServer, SCMASetup
 from fedcore.secagg._prg import pair_stream, uniform_field_elements
 

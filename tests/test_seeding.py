@@ -1,7 +1,7 @@
 """Chunked D^2 sampling and k-means++ seeding against the slow references.
 
 Bit-exact properties (Hypothesis): the pick kernel returns the reference's row for the same
-uniform; ``_kmeans_plusplus`` returns the reference's rows, labels and D^2 bit for bit;
+uniform; ``seed_from_uniforms`` returns the reference's rows, labels and D^2 bit for bit;
 ``kmeans_plusplus`` reproduces the reference on ``default_rng(seed).random(k)``.
 
 Statistical properties (seeded chi-square against ``exact_kmeanspp_distribution``): each test
@@ -32,11 +32,11 @@ ALPHA = 1e-3
 
 
 def _seeding():
-    return importlib.import_module("fedcore.kernels.seeding")
+    return importlib.import_module("fedcore.kernels.kmeans.seeding")
 
 
 def _kmeans_plusplus_kernel():
-    return importlib.import_module("fedcore.algorithms.kmeanspp")._kmeans_plusplus
+    return importlib.import_module("fedcore.algorithms.kmeans.seeding").seed_from_uniforms
 
 
 def _bits(a):
@@ -150,7 +150,7 @@ def test_pick_index_frequencies_follow_values():
 
 
 # ------------------------------------------------------------------------------------------
-# _kmeans_plusplus (kernel level) against the reference, bit for bit
+# seed_from_uniforms (kernel level) against the reference, bit for bit
 # ------------------------------------------------------------------------------------------
 
 coordinate = st.one_of(st.sampled_from([0.0, 1.0, -1.0, 0.5, 3.0]),
@@ -229,7 +229,7 @@ def test_kmeans_plusplus_labels_and_distances_equal_reference_for_its_centers(dt
     """The public seeding draws by rejection from stale D^2 bounds (a data-dependent number of
     uniforms), so its rows are checked in distribution below; for the rows it picks, every
     label and squared distance equals the bit-exact reference replay of those same rows."""
-    from fedcore.algorithms.kmeanspp import _kmeans_plusplus, _kmeans_plusplus_lazy
+    from fedcore.algorithms.kmeans.seeding import seed_from_uniforms, seed_lazy
     rng = np.random.default_rng(11)
     X = (rng.normal(size=(60, 3)) * 10).astype(dtype)
     w = rng.random(60) * 3 if weighted else None
@@ -243,9 +243,9 @@ def test_kmeans_plusplus_labels_and_distances_equal_reference_for_its_centers(dt
         expected_dtype = np.float32 if dtype == np.float32 else np.float64
         assert centers.dtype == expected_dtype and centers.shape == (k, 3)
         np.testing.assert_array_equal(centers, X[indices].astype(expected_dtype))
-        rows, labels, mind = _kmeans_plusplus_lazy(Xc, weights, np.random.default_rng(seed), k)
+        rows, labels, mind = seed_lazy(Xc, weights, np.random.default_rng(seed), k)
         np.testing.assert_array_equal(rows, indices)
-        ref_rows, ref_labels, ref_mind = _kmeans_plusplus(Xc, weights, np.empty(0), prefix=rows)
+        ref_rows, ref_labels, ref_mind = seed_from_uniforms(Xc, weights, np.empty(0), prefix=rows)
         np.testing.assert_array_equal(ref_rows, rows)
         np.testing.assert_array_equal(labels, ref_labels)
         np.testing.assert_array_equal(mind, ref_mind)
@@ -265,14 +265,14 @@ def test_kmeans_plusplus_same_generator_state_same_centers():
 def test_lazy_seeding_without_finish_draws_the_same(k):
     """``finish=False`` (the public seeding, which needs the rows only) skips the passes that
     would only apply centers after the last draw: same rows, same uniforms taken."""
-    from fedcore.algorithms.kmeanspp import _kmeans_plusplus_lazy
+    from fedcore.algorithms.kmeans.seeding import seed_lazy
     rng = np.random.default_rng(4)
     X = (rng.normal(size=(8, 3)) * 5)[rng.integers(0, 8, size=3000)] + rng.normal(size=(3000, 3))
     w = rng.random(3000)
     for seed in range(3):
         full, short = np.random.default_rng(seed), np.random.default_rng(seed)
-        rows, labels, mind = _kmeans_plusplus_lazy(X, w, full, k)
-        rows2, labels2, mind2 = _kmeans_plusplus_lazy(X, w, short, k, finish=False)
+        rows, labels, mind = seed_lazy(X, w, full, k)
+        rows2, labels2, mind2 = seed_lazy(X, w, short, k, finish=False)
         np.testing.assert_array_equal(rows, rows2)
         assert labels2 is None and mind2 is None and labels.shape == mind.shape == (3000,)
         assert full.random() == short.random()

@@ -11,7 +11,7 @@ import fedcore
 GOOD = np.arange(24, dtype=np.float64).reshape(8, 3) % 5
 
 
-def _kmeans_plusplus(X, n_clusters=2, sample_weight=None, **kw):
+def seed_from_uniforms(X, n_clusters=2, sample_weight=None, **kw):
     return fedcore.kmeans_plusplus(X, n_clusters, sample_weight=sample_weight, random_state=0, **kw)
 
 
@@ -24,8 +24,8 @@ def _unlearnable(X, n_clusters=2, sample_weight=None, **kw):
     return fedcore.UnlearnableKMeans(n_clusters, random_state=0, **kw).fit(X)
 
 
-ALL = [_kmeans_plusplus, _kmeans, _unlearnable]
-WEIGHTED = [_kmeans_plusplus, _kmeans]
+ALL = [seed_from_uniforms, _kmeans, _unlearnable]
+WEIGHTED = [seed_from_uniforms, _kmeans]
 
 
 def _with(value, at=(1, 2)):
@@ -163,7 +163,7 @@ def test_all_zero_sample_weight(fit):
 @pytest.mark.parametrize("random_state", ["seed", 1.5, -3])
 def test_bad_random_state(fit, random_state):
     with pytest.raises((TypeError, ValueError), match="'random_state'"):
-        if fit is _kmeans_plusplus:
+        if fit is seed_from_uniforms:
             fedcore.kmeans_plusplus(GOOD, 2, random_state=random_state)
         elif fit is _kmeans:
             fedcore.KMeans(2, random_state=random_state).fit(GOOD)

@@ -7,10 +7,10 @@ features, k = 10) on a synthetic stand-in. SAGA runs a fixed number of epochs (`
 import numpy as np
 
 import fedcore
-from fedcore.algorithms.coreset import (VerticalCoreset, gather, uniform_coreset, vkmc_coreset,
+from fedcore.algorithms.vfl import (VerticalCoreset, gather, uniform_coreset, vkmc_coreset,
                                         vkmc_local_scores, vrlr_coreset)
-from fedcore.algorithms.distdim import DistDim
-from fedcore.algorithms.ridge import VerticalRidge
+from fedcore.algorithms.vfl.distdim import DistDim
+from fedcore.algorithms.vfl.ridge import VerticalRidge
 
 
 def _warm():

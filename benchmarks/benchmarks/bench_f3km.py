@@ -4,8 +4,8 @@ Every ``setup`` warms the kernels on tiny data first, so compile time never land
 CDKM/BCDKM run a fixed number of sweeps; FairKMeans a fixed number of ADMM iterations.
 """
 
-from fedcore.algorithms.cdkm import BCDKM, CDKM
-from fedcore.algorithms.fair import FairKMeans, FairLP
+from fedcore.algorithms.f3km.cdkm import BCDKM, CDKM
+from fedcore.algorithms.f3km import FairKMeans, FairLP
 from fedcore.datasets.fair import make_fair_blobs
 from fedcore.metrics.fairness import additive_violation
 

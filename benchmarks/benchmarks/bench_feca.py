@@ -11,8 +11,8 @@ import numpy as np
 
 import fedcore
 from fedcore.algorithms.feca import FeCA, server_aggregation
-from fedcore.algorithms.kfed import KFed
-from fedcore.algorithms.match_averaging import MatchAveraging
+from fedcore.algorithms.baselines.kfed import KFed
+from fedcore.algorithms.baselines.match_averaging import MatchAveraging
 
 
 def _warm():

@@ -117,7 +117,7 @@ class ServerRefit:
     timeout = 600
 
     def setup(self, d_k):
-        from fedcore.algorithms._coupled import CoupledKMeans
+        from fedcore.algorithms.mufc.coupled import CoupledKMeans
         _warm()
         X, w = _server_points(*d_k)
         k = d_k[1]

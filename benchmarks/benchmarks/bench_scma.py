@@ -7,8 +7,8 @@ comparison with galois is ``benchmarks/compare_galois.py``.
 import numpy as np
 
 from fedcore.kernels.field import add_into, sub_into
-from fedcore.kernels.polynomial import poly_from_roots
-from fedcore.kernels.reed_solomon import berlekamp_massey, find_roots, power_sums
+from fedcore.kernels.field.polynomial import poly_from_roots
+from fedcore.kernels.field.reed_solomon import berlekamp_massey, find_roots, power_sums
 from fedcore.secagg import SCMAClient, SCMASetup, SCMAServer
 
 M61 = 2**61 - 1

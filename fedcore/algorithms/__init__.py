@@ -1,17 +1,21 @@
-"""Estimators and the plain functions behind them, one module per method family."""
-from .cdkm import BCDKM, CDKM
-from .coreset import (Coreset, VerticalCoreset, uniform_coreset, vkmc_coreset, vrlr_coreset)
-from .dckmeans import DCKMeans
-from .distdim import DistDim
-from .fair import FairKMeans, FairLP
+"""Estimators and the plain functions behind them, one package per method family.
+
+- :mod:`.kmeans`: centralised k-means++ seeding and weighted Lloyd, the core every method uses.
+- :mod:`.mufc`: [MUFC] federated k-means with SCMA and exact unlearning.
+- :mod:`.vfl`: [VFL-Coreset] vertical coresets, ridge regression and DistDim.
+- :mod:`.f3km`: [F3KM] coordinate-descent k-means and fair k-means.
+- :mod:`.feca`: [FeCA] one-shot federated centroid aggregation.
+- :mod:`.baselines`: k-FED, DC-k-means, Match Averaging and FFCM.
+- :mod:`.base` (the estimator contract) and :mod:`.clients` (the client side shared by the
+  one-shot horizontal methods).
+"""
+from .baselines import FFCM, DCKMeans, KFed, MatchAveraging
+from .f3km import BCDKM, CDKM, FairKMeans, FairLP
 from .feca import FeCA
-from .ffcm import FFCM
-from .kfed import KFed
 from .kmeans import KMeans, kmeans_plusplus
-from .match_averaging import MatchAveraging
-from .mufc import MUFC, MUFCRemovalReport, SimplifiedFC
-from .ridge import VerticalRidge
-from .unlearning import RemovalResult, UnlearnableKMeans
+from .mufc import MUFC, MUFCRemovalReport, RemovalResult, SimplifiedFC, UnlearnableKMeans
+from .vfl import (Coreset, DistDim, VerticalCoreset, VerticalRidge, uniform_coreset, vkmc_coreset,
+                  vrlr_coreset)
 
 __all__ = ["BCDKM", "CDKM", "Coreset", "DCKMeans", "DistDim", "FFCM", "FairKMeans", "FairLP",
            "FeCA", "KFed", "KMeans", "MUFC", "MUFCRemovalReport", "MatchAveraging",

@@ -11,9 +11,9 @@ import numpy as np
 from .._validation import check_array, check_int, check_random_state
 from ..federation.horizontal import HorizontalFederation
 from ..federation.ledger import SERVER, CommLedger
-from ..kernels.distances import assign_nearest
-from ._base import check_is_fitted
-from .kmeans import KMeans
+from ..kernels.kmeans.distances import assign_nearest
+from .base import check_is_fitted
+from .kmeans.lloyd import KMeans
 
 __all__ = ["check_federation", "single_threaded_kernels", "run_clients", "client_kmeans",
            "send_local_centers", "predict_nearest"]

@@ -4,9 +4,9 @@ import time
 
 import numpy as np
 
-from ._mainjob import _table
-from .algorithms.mufc import MUFC
-from .metrics import loss_ratio
+from .report import table
+from ..algorithms.mufc.estimators import MUFC
+from ..metrics import loss_ratio
 
 __all__ = ["plan_removals", "run_mufc_flower_job"]
 
@@ -37,9 +37,9 @@ def run_mufc_flower_job(dataset="gaussian", n_clients=None, n_clusters=None, cli
                         n_removals=100, batch_size=1, secure=True, seed=0, out=None):
     """Fit MUFC on Flower's simulation engine (one node per client), serve random removal
     requests as further rounds, check the model against the in-process run, print a table."""
-    from . import datasets
-    from .integrations.flower._common import federation_from_settings
-    from .integrations.flower.mufc import mufc_apps
+    from .. import datasets
+    from ..integrations.flower import federation_from_settings
+    from ..integrations.flower.mufc import mufc_apps
     X, y, paper_clients = datasets.load_mufc_standin(dataset, random_state=seed)
     n_clients = paper_clients if n_clients is None else n_clients
     k = int(y.max()) + 1 if n_clusters is None else n_clusters
@@ -79,7 +79,7 @@ def run_mufc_flower_job(dataset="gaussian", n_clients=None, n_clusters=None, cli
              f"{loss_ratio(reference.federated_inertia(), Xr, k, random_state=seed):.3f}"),
             ("same model as the in-process run", "yes" if same else "NO"),
             ("total wall time", f"{wall:.1f} s")]
-    print(_table(rows), file=out or sys.stdout)
+    print(table(rows), file=out or sys.stdout)
     if not same:
         raise RuntimeError("The Flower run and the in-process run differ")
     return rows

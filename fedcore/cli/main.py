@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 
-from ._mainjob import _progress, _table
+from .report import progress, table
 
 __all__ = ["main"]
 
@@ -16,9 +16,9 @@ def run_unlearning(n_removals=100, seed=0, n_clusters=10, refine=False, out=None
     Each removal is timed against a complete retrain (a fresh fit on the remaining points).
     Returns the table rows (also printed to ``out``).
     """
-    from . import datasets
-    from .algorithms import UnlearnableKMeans
-    from .metrics import inertia
+    from .. import datasets
+    from ..algorithms import UnlearnableKMeans
+    from ..metrics import inertia
 
     X, _, _ = datasets.load_gaussian()
     rng = np.random.default_rng(seed)
@@ -35,7 +35,7 @@ def run_unlearning(n_removals=100, seed=0, n_clusters=10, refine=False, out=None
         t0 = time.perf_counter()
         UnlearnableKMeans(n_clusters, refine=refine, random_state=seed + r + 1).fit(X[alive])
         retrain_times.append(time.perf_counter() - t0)
-        _progress(r + 1, n_removals, "removals")
+        progress(r + 1, n_removals, "removals")
     med_rm = float(np.median(removal_times)) if removal_times else float("nan")
     med_rt = float(np.median(retrain_times)) if retrain_times else float("nan")
     rows = [
@@ -48,7 +48,7 @@ def run_unlearning(n_removals=100, seed=0, n_clusters=10, refine=False, out=None
         ("speed-up", f"{med_rt / med_rm:.1f}x"),
         ("objective (remaining data)", f"{inertia(X[alive], model.cluster_centers_):.4f}"),
     ]
-    print(_table(rows), file=out or sys.stdout)
+    print(table(rows), file=out or sys.stdout)
     return rows
 
 
@@ -83,14 +83,14 @@ def main(argv=None):
         if args.centralized or args.removal != "random" or args.plot:
             parser.error("--engine flower runs MUFC with random removals; it does not take "
                          "--centralized, --removal adversarial or --plot")
-        from ._flowerjob import run_mufc_flower_job
+        from .flowerjob import run_mufc_flower_job
         run_mufc_flower_job(args.dataset, args.n_clients, args.n_clusters, args.client_clusters,
                             args.n_removals, args.batch_size, not args.insecure, args.seed)
         return 0
     if args.centralized:
         run_unlearning(args.n_removals, args.seed, args.n_clusters or 10)
         return 0
-    from ._mainjob import run_mufc_job
+    from .mainjob import run_mufc_job
     run_mufc_job(args.dataset, args.n_clients, args.n_clusters, args.client_clusters,
                  args.n_removals, args.batch_size, args.removal, not args.insecure, args.seed,
                  plot=args.plot)

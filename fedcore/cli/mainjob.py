@@ -4,30 +4,14 @@ import time
 
 import numpy as np
 
-from . import datasets
-from .algorithms.dckmeans import DCKMeans
-from .algorithms.mufc import MUFC
-from .federation import partition
-from .metrics import loss_ratio
+from .. import datasets
+from ..algorithms.baselines.dckmeans import DCKMeans
+from ..algorithms.mufc.estimators import MUFC
+from ..federation import partition
+from ..metrics import loss_ratio
+from .report import progress, table
 
 __all__ = ["run_mufc_job"]
-
-
-def _progress(i, total, label, stream=sys.stderr):
-    """A one-line progress bar on a terminal; silent when stderr is not a terminal."""
-    if not stream.isatty():
-        return
-    width = 30
-    done = int(width * i / total) if total else width
-    stream.write(f"\r{label} [{'#' * done}{'.' * (width - done)}] {i}/{total}")
-    if i == total:
-        stream.write("\n")
-    stream.flush()
-
-
-def _table(rows):
-    width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
 
 
 def _remaining(model):
@@ -104,11 +88,11 @@ def run_mufc_job(dataset="gaussian", n_clients=None, n_clusters=None, client_clu
             # A complete retrain: the fastest fresh fit (no coupling records kept).
             retrain.append(make_mufc(seed + r + 1, "retrain").fit(refed)
                            .fit_report_.modeled_latency)
-        _progress(r + 1, n_removals, "removals")
+        progress(r + 1, n_removals, "removals")
     Xr, _, _ = _remaining(model)
     rows = _rows(dataset, X, k, kp, n_clients, secure, ratios, model, Xr, reports, dc_times,
                  retrain, removal, batch_size, seed)
-    print(_table(rows), file=out or sys.stdout)
+    print(table(rows), file=out or sys.stdout)
     if plot:
         _plot(plot, reports, dc_times, retrain)
     return rows
@@ -116,7 +100,7 @@ def run_mufc_job(dataset="gaussian", n_clients=None, n_clusters=None, client_clu
 
 def _kfed(k, kp, seed):
     try:
-        from .algorithms.kfed import KFed
+        from ..algorithms.baselines.kfed import KFed
     except ImportError:  # K-FED ships with the FeCA family
         return None
     return KFed(k, client_clusters=kp, random_state=seed)
@@ -124,14 +108,14 @@ def _kfed(k, kp, seed):
 
 def _induced_inertia(fed, client_centers, server_centers):
     """Federated objective (Def. 3.1) when local labels are the nearest local centers."""
-    from .algorithms.kmeans import assign
-    from .metrics import federated_inertia
+    from ..algorithms.kmeans.lloyd import assign
+    from ..metrics import federated_inertia
     clients = [(X_l, assign(X_l, C_l)[0], C_l) for (X_l, _), C_l in zip(fed, client_centers)]
     return federated_inertia(clients, server_centers)
 
 
 def _refederate(X, owners, ids, active):
-    from .federation import HorizontalFederation
+    from ..federation import HorizontalFederation
     return HorizontalFederation([X[owners == l] for l in active],
                                 [ids[owners == l] for l in active])
 

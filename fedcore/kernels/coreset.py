@@ -1,16 +1,16 @@
 """Kernels for vertical coresets: VKMC local sensitivities, sampling by scores, vertical SAGA.
 
 Sampling consumes caller-supplied uniforms and follows the chunked inverse-CDF rule of
-:func:`fedcore.kernels.seeding.pick_index` exactly, so a draw depends on the scores and the uniform
+:func:`fedcore.kernels.kmeans.seeding.pick_index` exactly, so a draw depends on the scores and the uniform
 only, never on the thread count. Chunked kernels are compiled serially and in parallel from one
-function (:func:`~fedcore.kernels._parallel.chunked_kernel`); reductions write per-chunk partials
+function (:func:`~fedcore.kernels.parallel.chunked_kernel`); reductions write per-chunk partials
 and merge them serially in chunk order, bit-identical for any thread count.
 """
 import numpy as np
 from numba import njit, prange
 
 from .._config import CHUNK_SIZE, NUMBA_CACHE
-from ._parallel import chunked_kernel
+from .parallel import chunked_kernel
 
 __all__ = ["cluster_cost_sums", "vkmc_sensitivities", "sample_sorted", "saga_epoch", "gram_matrix",
            "projected_sq_norms"]
@@ -94,10 +94,10 @@ def sample_sorted(values, sums, uniforms, out):
     """Inverse-CDF draws for sorted uniforms, one pass: ``out[t] = pick_index(values, sums, u_t)``.
 
     IN ``values`` float64 (n,) >= 0 with a positive sum; ``sums`` float64 (n_chunks,) from
-    :func:`fedcore.kernels.seeding.chunk_sums`; ``uniforms`` float64 (m,) in [0, 1), sorted
+    :func:`fedcore.kernels.kmeans.seeding.chunk_sums`; ``uniforms`` float64 (m,) in [0, 1), sorted
     non-decreasing. OUT ``out`` int64 (m,).
 
-    The row for ``u`` is the one :func:`~fedcore.kernels.seeding.pick_index` returns (first chunk
+    The row for ``u`` is the one :func:`~fedcore.kernels.kmeans.seeding.pick_index` returns (first chunk
     whose running chunk-sum total exceeds ``u * total``, then first row of that chunk whose running
     in-chunk sum exceeds the remainder), bit for bit, including its rounding fallbacks. Because the
     running sums are fixed sequences and the targets are sorted, the walk never moves back, so the

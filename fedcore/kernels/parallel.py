@@ -10,7 +10,7 @@ from .._config import CHUNK_SIZE, NUMBA_CACHE
 __all__ = ["chunked_kernel"]
 
 
-def _renamed(fn, suffix):
+def renamed(fn, suffix):
     # A distinct qualname gives each variant its own on-disk cache entry.
     clone = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + suffix,
                                fn.__defaults__, fn.__closure__)
@@ -28,8 +28,8 @@ def chunked_kernel(fn):
     so the result is bit-identical either way. ``.serial``, ``.parallel`` and ``.py_func`` expose
     the variants and the Python function.
     """
-    serial = njit(cache=NUMBA_CACHE, nogil=True)(_renamed(fn, "_serial"))
-    parallel = njit(cache=NUMBA_CACHE, nogil=True, parallel=True)(_renamed(fn, "_parallel"))
+    serial = njit(cache=NUMBA_CACHE, nogil=True)(renamed(fn, "_serial"))
+    parallel = njit(cache=NUMBA_CACHE, nogil=True, parallel=True)(renamed(fn, "_parallel"))
 
     @functools.wraps(fn)
     def dispatch(*args):

@@ -2,7 +2,7 @@
 import numpy as np
 
 from .._validation import check_array, check_sample_weight
-from ..kernels.distances import assign_nearest
+from ..kernels.kmeans.distances import assign_nearest
 
 __all__ = ["inertia", "federated_inertia", "loss_ratio"]
 
@@ -59,7 +59,7 @@ def loss_ratio(objective, X, n_clusters, *, candidate_centers=None, n_init=10, r
     objective, the ratio of a federated or centralized objective of those centers is >= 1 rather
     than dipping below 1 because of a weak reference.
     """
-    from ..algorithms.kmeans import KMeans
+    from ..algorithms.kmeans.lloyd import KMeans
 
     X = check_array(X, "X")
     best = KMeans(n_clusters, n_init=n_init, random_state=random_state).fit(X).inertia_

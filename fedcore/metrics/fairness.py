@@ -7,7 +7,7 @@ bounds are those of the paper: ``alpha_l = eta_l / (1 - delta)``, ``beta_l = eta
 import numpy as np
 
 from .._validation import check_array, check_int, check_scalar
-from ..kernels.cd_kmeans import partition_sse, partition_sums
+from ..kernels.cd.kmeans import partition_sse, partition_sums
 
 __all__ = ["sse", "relative_error", "balance", "additive_violation", "fairness_bounds"]
 

@@ -14,7 +14,7 @@ cryptographic PRG (e.g. AES-CTR) with the same interface.
 """
 import numpy as np
 
-from ..kernels.field import add_into, sub_into
+from ..kernels.field.arithmetic import add_into, sub_into
 
 __all__ = ["uniform_field_elements", "pair_stream", "zero_sum_mask"]
 

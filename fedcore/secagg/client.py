@@ -2,8 +2,8 @@
 import numpy as np
 
 from .._validation import check_int
-from ..kernels.field import add_into, mul_into
-from ..kernels.reed_solomon import power_sums
+from ..kernels.field.arithmetic import add_into, mul_into
+from ..kernels.field.reed_solomon import power_sums
 from ._prg import zero_sum_mask
 from .setup import SCMASetup
 

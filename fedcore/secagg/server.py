@@ -5,8 +5,8 @@ import numpy as np
 from numba.typed import List as TypedList
 
 from .._validation import check_int
-from ..kernels.field import batch_inverse, mul_into, sub_into, sum_messages
-from ..kernels.reed_solomon import (berlekamp_massey, find_roots, forney_magnitudes, power_sums,
+from ..kernels.field.arithmetic import batch_inverse, mul_into, sub_into, sum_messages
+from ..kernels.field.reed_solomon import (berlekamp_massey, find_roots, forney_magnitudes, power_sums,
                                     solve_transposed_vandermonde)
 from ._errors import SCMADecodeError
 from .setup import SCMASetup

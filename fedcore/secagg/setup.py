@@ -5,8 +5,8 @@ import numpy as np
 from scipy.stats import binom
 
 from .._validation import check_int, check_random_state, check_scalar
-from ..kernels.field import MAX_PRIME, MERSENNE_61, is_prime
-from ..kernels.polynomial import poly_eval_rows
+from ..kernels.field.arithmetic import MAX_PRIME, MERSENNE_61, is_prime
+from ..kernels.field.polynomial import poly_eval_rows
 
 __all__ = ["SCMASetup"]
 

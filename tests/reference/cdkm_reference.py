@@ -123,7 +123,7 @@ def _choose(phi_rows, lo, labels, tentative, tol):
 
 def sweep_reference(X, shift, labels, k, block_size, tol, codes=None, n_groups=0, theta=None,
                     u=None, rho=0.0, fair_scale=1.0):
-    """One sweep with fedcore's block rules (see ``fedcore.kernels.cd_kmeans``), by brute force.
+    """One sweep with fedcore's block rules (see ``fedcore.kernels.cd.kmeans``), by brute force.
 
     Blocks of ``block_size`` consecutive rows; a range's rows all see the same labels (Jacobi);
     a row alone in its cluster, or whose move would empty its cluster, stays; moves go to the

@@ -2,7 +2,7 @@
 
 Everything here uses Python's unbounded integers and lists of coefficients (index i holds the
 coefficient of x**i), so nothing can overflow. The kernels in ``fedcore.kernels.field``,
-``fedcore.kernels.polynomial`` and ``fedcore.kernels.reed_solomon`` are compared against these
+``fedcore.kernels.field.polynomial`` and ``fedcore.kernels.field.reed_solomon`` are compared against these
 functions by property tests.
 """
 

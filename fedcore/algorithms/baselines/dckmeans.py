@@ -3,11 +3,11 @@ import time
 
 import numpy as np
 
-from .._validation import check_int, check_random_state
-from ..federation.ledger import SERVER, CommLedger
-from ._base import BaseEstimator, check_is_fitted
-from .kmeans import KMeans
-from .mufc import MUFCRemovalReport
+from ..._validation import check_int, check_random_state
+from ...federation.ledger import SERVER, CommLedger
+from ..base import BaseEstimator, check_is_fitted
+from ..kmeans.lloyd import KMeans
+from ..mufc.estimators import MUFCRemovalReport
 
 __all__ = ["DCKMeans"]
 
@@ -100,7 +100,7 @@ class DCKMeans(BaseEstimator):
 
     def federated_inertia(self):
         """Federated objective (MUFC eq. (2)) with induced global clusters (Def. 3.1)."""
-        from ..metrics import federated_inertia
+        from ...metrics import federated_inertia
         check_is_fitted(self, "cluster_centers_")
         clients = [(self._data[l][0], self._models[l].labels_, self._models[l].cluster_centers_)
                    for l in self._models]

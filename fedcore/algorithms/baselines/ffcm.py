@@ -11,13 +11,13 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .._config import CHUNK_SIZE, NUMBA_CACHE
-from .._validation import check_int, check_random_state, check_scalar
-from ..federation.ledger import SERVER, CommLedger
-from ._base import BaseEstimator
-from ._clients import (client_seeds, check_federation, client_kmeans, predict_nearest,
+from ..._config import CHUNK_SIZE, NUMBA_CACHE
+from ..._validation import check_int, check_random_state, check_scalar
+from ...federation.ledger import SERVER, CommLedger
+from ..base import BaseEstimator
+from ..clients import (client_seeds, check_federation, client_kmeans, predict_nearest,
                        run_clients, single_threaded_kernels)
-from .kmeans import KMeans, kmeans_plusplus
+from ..kmeans import KMeans, kmeans_plusplus
 
 __all__ = ["FFCM", "FFCMResult", "ffcm", "fcm_statistics", "fuzzy_c_means"]
 

@@ -9,13 +9,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._validation import check_int, check_random_state, check_scalar
-from ..federation.ledger import CommLedger
-from ._base import BaseEstimator
-from ._clients import (client_seeds, check_federation, predict_nearest, send_local_centers,
+from ..._validation import check_int, check_random_state, check_scalar
+from ...federation.ledger import CommLedger
+from ..base import BaseEstimator
+from ..clients import (client_seeds, check_federation, predict_nearest, send_local_centers,
                        single_threaded_kernels)
-from .kmeans import KMeans
-from .kmeanspp import check_n_local_trials
+from ..kmeans.lloyd import KMeans
+from ..kmeans.seeding import check_n_local_trials
 
 __all__ = ["KFed", "KFedResult", "kfed", "farthest_point_init"]
 

@@ -9,11 +9,11 @@ from typing import NamedTuple
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .._validation import check_int, check_random_state, check_scalar
-from ..federation.ledger import CommLedger
-from ._base import BaseEstimator
-from ._clients import client_seeds, check_federation, predict_nearest, send_local_centers
-from .kmeanspp import check_n_local_trials
+from ..._validation import check_int, check_random_state, check_scalar
+from ...federation.ledger import CommLedger
+from ..base import BaseEstimator
+from ..clients import client_seeds, check_federation, predict_nearest, send_local_centers
+from ..kmeans.seeding import check_n_local_trials
 
 __all__ = ["MatchAveraging", "MatchAveragingResult", "match_averaging", "match_average_centers"]
 

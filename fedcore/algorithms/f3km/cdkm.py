@@ -1,25 +1,25 @@
 """Coordinate-descent k-means: CDKM (Alg. 1), BCDKM (Alg. 2) and DisBCDKM (Alg. 3) of the F3KM paper.
 
-The pieces are shared with :mod:`fedcore.algorithms.fair` (F3KM) and with the Flower apps
+The pieces are shared with :mod:`fedcore.algorithms.f3km.fair` (F3KM) and with the Flower apps
 (:mod:`fedcore.integrations.flower.f3km`): parties (:mod:`._cd_party`), each holding a block of
 columns, its cached statistics and (optionally) protected groups, and a server
 (:mod:`._cd_server`) that sums their objectives (eq. (18)) and makes every decision. One party
 with all columns is the single-machine case and runs whole sweeps inside one kernel
-(:func:`fedcore.kernels.cd_kmeans.bcd_sweep`); several parties (a ``VerticalFederation``) run the
+(:func:`fedcore.kernels.cd.kmeans.bcd_sweep`); several parties (a ``VerticalFederation``) run the
 same kernels range by range, every message recorded in a :class:`~fedcore.federation.CommLedger`.
 """
 import math
 
 import numpy as np
 
-from .._validation import check_array, check_int, check_random_state
-from ..federation.ledger import CommLedger
-from ..federation.vertical import VerticalFederation
-from ..kernels.distances import assign_nearest
-from ._base import BaseEstimator, check_is_fitted
-from ._cd_party import CDParty, LocalParties, final_center_block
-from ._cd_server import SweepServer, run_bcd
-from .kmeanspp import _kmeans_plusplus_lazy
+from ..._validation import check_array, check_int, check_random_state
+from ...federation.ledger import CommLedger
+from ...federation.vertical import VerticalFederation
+from ...kernels.kmeans.distances import assign_nearest
+from ..base import BaseEstimator, check_is_fitted
+from .party import CDParty, LocalParties, final_center_block
+from .server import SweepServer, run_bcd
+from ..kmeans.seeding import seed_lazy
 
 __all__ = ["CDKM", "BCDKM", "bcd_kmeans"]
 
@@ -49,7 +49,7 @@ def _initial_labels(arrays, fed, k, rng):
     X = fed.to_array() if fed is not None else arrays[0]
     n = X.shape[0]
     check_n_clusters(k, n)
-    rows, labels, _ = _kmeans_plusplus_lazy(X, np.ones(n), rng, k)
+    rows, labels, _ = seed_lazy(X, np.ones(n), rng, k)
     return np.ascontiguousarray(labels, dtype=np.int64), rows
 
 
@@ -111,7 +111,7 @@ _ATTRIBUTES = {"labels": "labels_", "centers": "cluster_centers_", "inertia": "i
 
 def fitted_attributes(result):
     """``{attribute name: value}`` of a sweep result dict (of :func:`bcd_kmeans`,
-    :func:`~fedcore.algorithms.fair.fair_kmeans` or a Flower run): the centers in the data's
+    :func:`~fedcore.algorithms.f3km.fair.fair_kmeans` or a Flower run): the centers in the data's
     dtype, ``comm_`` only for federated fits."""
     out = {}
     for key, name in _ATTRIBUTES.items():
@@ -183,7 +183,7 @@ class BCDKM(BaseEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from fedcore.algorithms.cdkm import BCDKM
+    >>> from fedcore.algorithms.f3km.cdkm import BCDKM
     >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 10.0], [10.0, 11.0]])
     >>> model = BCDKM(2, block_size=2, random_state=0).fit(X)
     >>> bool(model.labels_[0] == model.labels_[1] != model.labels_[2] == model.labels_[3])
@@ -239,7 +239,7 @@ class CDKM(BCDKM):
     Examples
     --------
     >>> import numpy as np
-    >>> from fedcore.algorithms.cdkm import CDKM
+    >>> from fedcore.algorithms.f3km.cdkm import CDKM
     >>> X = np.array([[0.0], [1.0], [10.0], [11.0]])
     >>> sorted(CDKM(2, random_state=0).fit(X).cluster_centers_.ravel().tolist())
     [0.5, 10.5]

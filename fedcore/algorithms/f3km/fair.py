@@ -2,24 +2,22 @@
 
 F3KM solves eq. (20): minimize the k-means objective subject to ``beta_l <= p_l^T f_j / f_j^T f_j
 <= alpha_l`` for every cluster ``j`` and protected group ``l``, by ADMM on eq. (24): the F-step is a
-BCD sweep on the Lagrangian (eqs. (26)-(30), kernels in :mod:`fedcore.kernels.cd_kmeans`), then
+BCD sweep on the Lagrangian (eqs. (26)-(30), kernels in :mod:`fedcore.kernels.cd.kmeans`), then
 Theta by eq. (31) and U by eq. (32). The parties' steps are in :mod:`._cd_party`, the server's in
 :mod:`._cd_server`; the Flower apps (:mod:`fedcore.integrations.flower.f3km`) run the same ones.
 """
 import numpy as np
 
-from .._validation import check_int, check_random_state, check_scalar
-from ..federation.ledger import CommLedger
-from ..metrics.fairness import check_fairness_bounds
-from ._base import BaseEstimator
-from ._cd_party import CDParty, LocalParties, encode_party_groups
-from ._cd_party import update_dual as _update_dual  # noqa: F401 (tested under this name)
-from ._cd_server import SweepServer, combine_balance, run_admm
+from ..._validation import check_int, check_random_state, check_scalar
+from ...federation.ledger import CommLedger
+from ...metrics.fairness import check_fairness_bounds
+from ..base import BaseEstimator
+from .party import CDParty, LocalParties, encode_party_groups
+from .server import SweepServer, combine_balance, run_admm
 from .cdkm import (_check_data, _final_centers, _initial_labels, resolve_block_size,
                    _store_bcd_result)
-from .fair_lp import FairLP
 
-__all__ = ["FairKMeans", "FairLP", "fair_kmeans"]
+__all__ = ["FairKMeans", "fair_kmeans"]
 
 
 def _group_layout(groups, fed, n):
@@ -178,7 +176,7 @@ class FairKMeans(BaseEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from fedcore.algorithms.fair import FairKMeans
+    >>> from fedcore.algorithms.f3km import FairKMeans
     >>> X = np.array([[0.0], [0.1], [0.2], [0.3], [5.0], [5.1], [5.2], [5.3]])
     >>> color = np.array([0, 0, 0, 0, 1, 1, 1, 1])       # each natural cluster is one color
     >>> model = FairKMeans(2, delta=0.2, random_state=0).fit(X, groups=color)

@@ -8,12 +8,12 @@ import math
 
 import numpy as np
 
-from .._validation import check_array, check_int, check_random_state, check_scalar
-from ..kernels.distances import pairwise_sq_distances
-from ..metrics.fairness import check_fairness_bounds, encode_groups, balance, sse
-from ._base import BaseEstimator
-from .kmeans import KMeans
-from .kmeanspp import _kmeans_plusplus_lazy
+from ..._validation import check_array, check_int, check_random_state, check_scalar
+from ...kernels.kmeans.distances import pairwise_sq_distances
+from ...metrics.fairness import check_fairness_bounds, encode_groups, balance, sse
+from ..base import BaseEstimator
+from ..kmeans.lloyd import KMeans
+from ..kmeans.seeding import seed_lazy
 
 __all__ = ["FairLP"]
 
@@ -170,7 +170,7 @@ class FairLP(BaseEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from fedcore.algorithms.fair import FairLP
+    >>> from fedcore.algorithms.f3km import FairLP
     >>> X = np.array([[0.0], [0.1], [0.2], [0.3], [5.0], [5.1], [5.2], [5.3]])
     >>> color = np.array([0, 0, 0, 0, 1, 1, 1, 1])
     >>> model = FairLP(2, delta=0.2, random_state=0).fit(X, groups=color)
@@ -237,7 +237,7 @@ class FairLP(BaseEstimator):
                 raise ValueError(f"Argument 'init' must be 'k-means++' or an array, "
                                  f"got {self.init!r}")
             rng = check_random_state(self.random_state)
-            rows, _, _ = _kmeans_plusplus_lazy(X, np.ones(X.shape[0]), rng, k)
+            rows, _, _ = seed_lazy(X, np.ones(X.shape[0]), rng, k)
             model = KMeans(k, init=X[rows].astype(np.float64), max_iter=self.max_iter, tol=0.0)
             return model.fit(X).cluster_centers_.astype(np.float64)
         init = check_array(self.init, "init", dtype=("float64",))

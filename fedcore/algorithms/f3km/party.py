@@ -13,14 +13,14 @@ is one step of the client side of Alg. 5 and touches nothing but the party's own
 ``violation``, ``explained``             the party's parts of eq. (33) and of the SSE
 
 The server side (sums over parties, the choice of labels, block rules, the ADMM schedule) lives in
-:mod:`fedcore.algorithms._cd_server`; in one process :class:`LocalParties` calls the parties
+:mod:`fedcore.algorithms.f3km.server`; in one process :class:`LocalParties` calls the parties
 directly, in a Flower run each party is a node (:mod:`fedcore.integrations.flower.f3km`).
 """
 import numpy as np
 
-from ..kernels import cd_kmeans as K
-from ..kernels.distances import pairwise_sq_distances
-from ..metrics.fairness import encode_groups
+from ...kernels.cd import kmeans as K
+from ...kernels.kmeans.distances import pairwise_sq_distances
+from ...metrics.fairness import encode_groups
 
 __all__ = ["CDParty", "LocalParties", "encode_party_groups", "final_center_block",
            "tolerance_part", "update_dual"]
@@ -211,7 +211,7 @@ class CDParty:
 class LocalParties:
     """The parties of an in-process fit; each call reaches every party directly, in party order.
 
-    The server's :class:`~fedcore.algorithms._cd_server.SweepServer` drives these calls; a Flower
+    The server's :class:`~fedcore.algorithms.f3km.server.SweepServer` drives these calls; a Flower
     server drives the same calls through messages (one per call and node).
     """
 
@@ -264,7 +264,7 @@ class LocalParties:
                 [p.tolerance_part(rho_next) for p in self.parties])
 
     def sweep_in_one_kernel(self, rho, fair_scale, block_size, tol, phi, new_labels):
-        """A whole sweep inside :func:`~fedcore.kernels.cd_kmeans.bcd_sweep` (one party only)."""
+        """A whole sweep inside :func:`~fedcore.kernels.cd.kmeans.bcd_sweep` (one party only)."""
         p = self.parties[0]
         moved, ranges = K.bcd_sweep(p.X, p.shift, p.xx, p.labels, p.sums, p.counts, p.sqnorms,
                                     p.codes, p.group_counts, p.theta, p.u, float(rho),

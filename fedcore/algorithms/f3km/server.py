@@ -2,7 +2,7 @@
 
 The server holds the indicator matrix F (as ``labels``) and the cluster sizes, never a party's
 columns. It talks to the parties through an object with the methods of
-:class:`~fedcore.algorithms._cd_party.LocalParties` (in one process) or of the Flower server's
+:class:`~fedcore.algorithms.f3km.party.LocalParties` (in one process) or of the Flower server's
 node proxy (:mod:`fedcore.integrations.flower.f3km`); the decisions below are the same code in
 both cases, and so is the :class:`~fedcore.federation.CommLedger` they record.
 """
@@ -10,16 +10,16 @@ import math
 
 import numpy as np
 
-from ..federation.ledger import SERVER
-from ..kernels import cd_kmeans as K
-from ..kernels.seeding import chunk_sums, n_chunks, pick_index, pick_product
-from .kmeanspp import _pick_unchosen
+from ...federation.ledger import SERVER
+from ...kernels.cd import kmeans as K
+from ...kernels.kmeans.seeding import chunk_sums, n_chunks, pick_index, pick_product
+from ..kmeans.seeding import pick_unchosen
 
 __all__ = ["SweepServer", "run_bcd", "run_admm", "penalty", "combine_balance",
            "vertical_kmeans_plusplus", "RTOL"]
 
 # Decisions ignore objective differences below RTOL times the scale of the row objectives
-# (a rounding allowance; see fedcore.kernels.cd_kmeans).
+# (a rounding allowance; see fedcore.kernels.cd.kmeans).
 RTOL = 1e-9
 
 
@@ -232,7 +232,7 @@ def vertical_kmeans_plusplus(n, k, rng, distances, max_pending=32, max_rejection
     ``distances(t, row)`` returns the squared distances of all rows to row ``row`` (the parties'
     partial sums, added in party order): one round per center, row index down, n values up.
     The server makes the same draws, from the same uniforms of ``rng``, as
-    :func:`fedcore.algorithms.kmeanspp._kmeans_plusplus_lazy` on the joined rows: it keeps the
+    :func:`fedcore.algorithms.kmeans.seeding.seed_lazy` on the joined rows: it keeps the
     stale D^2 bounds that algorithm samples from (refreshed at the same moments) beside the
     exact D^2, which here is always at hand. With one party the distances, and so the rows and
     labels, are the same bits; with several, the per-party partial sums round differently, so a
@@ -263,7 +263,7 @@ def vertical_kmeans_plusplus(n, k, rng, distances, max_pending=32, max_rejection
             rejections = 0
             while True:
                 if sums.max() == 0.0:  # every D^2 is 0: by weight among rows not yet chosen
-                    row = _pick_unchosen(weights, rows[:t], rng.random())
+                    row = pick_unchosen(weights, rows[:t], rng.random())
                     break
                 if fresh == t:
                     row = pick_product(weights, bounds, sums, rng.random())

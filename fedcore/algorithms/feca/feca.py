@@ -20,18 +20,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._validation import check_int, check_random_state, check_scalar
-from ..federation.ledger import SERVER, CommLedger
-from ..kernels.feca import cluster_statistics, greedy_ball_groups
-from ._base import BaseEstimator
-from ._clients import (client_seeds, check_federation, client_kmeans, predict_nearest,
+from ..._validation import check_int, check_random_state, check_scalar
+from ...federation.ledger import SERVER, CommLedger
+from ...kernels.feca import cluster_statistics, greedy_ball_groups
+from ..base import BaseEstimator
+from ..clients import (client_seeds, check_federation, client_kmeans, predict_nearest,
                        run_clients, single_threaded_kernels)
-from .kmeanspp import check_n_local_trials
+from ..kmeans.seeding import check_n_local_trials
 
 __all__ = ["FeCA", "FeCAResult", "FewerGroupsWarning", "feca", "feca_client", "feca_server",
-           "check_feca_params", "client_update", "radius_assign", "server_aggregation",
-           "cluster_statistics", "greedy_ball_groups", "check_federation", "client_kmeans",
-           "predict_nearest", "run_clients", "single_threaded_kernels"]
+           "check_feca_params", "client_update", "radius_assign", "server_aggregation"]
 
 
 class FewerGroupsWarning(UserWarning):

@@ -1,4 +1,4 @@
-"""Weighted Lloyd k-means (seeding in :mod:`fedcore.algorithms.kmeanspp`)."""
+"""Weighted Lloyd k-means (seeding in :mod:`fedcore.algorithms.kmeans.seeding`)."""
 import contextlib
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -6,16 +6,16 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
-from .._validation import (check_array, check_int, check_random_state,
+from ..._validation import (check_array, check_int, check_random_state,
                            check_sample_weight, check_scalar, max_abs)
-from .._config import CHUNK_SIZE
-from ..kernels.distances import assign_nearest, pairwise_sq_distances
-from ..kernels.lloyd import lloyd_run, one_blas_thread, uses_screen
-from ..kernels.summaries import mean_variance
-from ._base import BaseEstimator, check_is_fitted
-from .kmeanspp import _check_n_clusters, _seed_rows, check_n_local_trials, kmeans_plusplus
+from ..._config import CHUNK_SIZE
+from ...kernels.kmeans.distances import assign_nearest, pairwise_sq_distances
+from ...kernels.kmeans.lloyd import lloyd_run, one_blas_thread, uses_screen
+from ...kernels.summaries import mean_variance
+from ..base import BaseEstimator, check_is_fitted
+from .seeding import check_n_clusters_for_weights, _seed_rows, check_n_local_trials
 
-__all__ = ["kmeans_plusplus", "KMeans"]
+__all__ = ["KMeans", "assign"]
 
 
 def assign(X, centers):
@@ -33,7 +33,7 @@ def assign(X, centers):
     return labels, distances
 
 
-def _tolerance(X, tol):
+def absolute_tolerance(X, tol):
     """Absolute tolerance: ``tol`` times the mean per-feature variance of X, unweighted, as in
     scikit-learn (computed in float64, in one pass per moment, without a copy of X)."""
     if tol == 0:
@@ -41,10 +41,10 @@ def _tolerance(X, tol):
     return float(mean_variance(X) * tol)
 
 
-def _lloyd(X, weights, centers, max_iter, tol, scale=None):
+def weighted_lloyd(X, weights, centers, max_iter, tol, scale=None):
     """Weighted Lloyd from ``centers`` (float64, copied). Returns (centers, labels, inertia, n_iter).
 
-    Runs :func:`fedcore.kernels.lloyd.lloyd_run`: exact distance bounds skip rows whose nearest
+    Runs :func:`fedcore.kernels.kmeans.lloyd.lloyd_run`: exact distance bounds skip rows whose nearest
     center cannot change and a BLAS screen rules out far centers, with results equal to plain
     Lloyd bit for bit; empty clusters take the farthest rows; stops on unchanged labels, a squared
     center shift <= ``tol`` (absolute) or ``max_iter``. ``scale``: :func:`max_abs` of X, when the
@@ -54,7 +54,7 @@ def _lloyd(X, weights, centers, max_iter, tol, scale=None):
     centers = np.array(centers, dtype=np.float64, order="C")
     labels = np.empty(n, dtype=np.int64)
     distances = np.empty(n)
-    margin, single = _bound_settings(X, centers, scale)
+    margin, single = bound_settings(X, centers, scale)
     inertia, n_iter = lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances,
                                 single=single)
     return centers, labels, float(inertia), int(n_iter)
@@ -79,9 +79,9 @@ def _slack(scale, n_features):
 _SINGLE_SCREEN_RANGE = 2.0 ** 50
 
 
-def _bound_settings(X, centers, scale=None):
+def bound_settings(X, centers, scale=None):
     """``(margin, single)`` of a Lloyd run on X from ``centers``: :func:`_margin` and whether its
-    BLAS screen may run in float32 (see :func:`fedcore.kernels.lloyd.make_screen`). ``scale``:
+    BLAS screen may run in float32 (see :func:`fedcore.kernels.kmeans.lloyd.make_screen`). ``scale``:
     :func:`max_abs` of X when the caller has it (else one pass over X)."""
     scale = max(max_abs(X) if scale is None else scale, float(np.abs(centers).max()))
     return _slack(scale, X.shape[1]), 2.0 * scale < _SINGLE_SCREEN_RANGE
@@ -108,7 +108,7 @@ def _lloyd_restarts(X, weights, starts, max_iter, tol, n_clusters):
     scale = max_abs(X)  # one pass for every restart
 
     def run(start):
-        return _lloyd(X, weights, start() if callable(start) else start, max_iter, tol, scale)
+        return weighted_lloyd(X, weights, start() if callable(start) else start, max_iter, tol, scale)
 
     threads = numba.get_num_threads()
     if len(starts) == 1 or X.shape[0] > CHUNK_SIZE or threads == 1:
@@ -182,10 +182,10 @@ class KMeans(BaseEstimator):
     def fit(self, X, y=None, sample_weight=None):
         X = check_array(X, "X", distance_range=True)
         weights = check_sample_weight(sample_weight, X.shape[0])
-        k = _check_n_clusters(self.n_clusters, weights)
+        k = check_n_clusters_for_weights(self.n_clusters, weights)
         n_init = check_int(self.n_init, "n_init", min_value=1)
         max_iter = check_int(self.max_iter, "max_iter", min_value=1)
-        tol = _tolerance(X, check_scalar(self.tol, "tol", min_value=0.0))
+        tol = absolute_tolerance(X, check_scalar(self.tol, "tol", min_value=0.0))
         n_local_trials = check_n_local_trials(self.n_local_trials, k)
         rng = check_random_state(self.random_state)
         inits = list(self._initial_centers(X, weights, k, n_init, rng, n_local_trials))

@@ -3,9 +3,9 @@ import numbers
 
 import numpy as np
 
-from .._validation import (check_array, check_int, check_random_state,
+from ..._validation import (check_array, check_int, check_random_state,
                            check_sample_weight)
-from ..kernels.seeding import (apply_pending, center_gaps, chunk_sums, d2_refresh, d2_update,
+from ...kernels.kmeans.seeding import (apply_pending, center_gaps, chunk_sums, d2_refresh, d2_update,
                                greedy_pass, min_gaps, min_sq_distance, n_chunks, pick_index,
                                pick_pending, pick_product, tiled)
 
@@ -17,7 +17,7 @@ __all__ = ["kmeans_plusplus"]
 _GREEDY_PARALLEL_WORK = 1 << 22
 
 
-def _kmeans_plusplus(X, weights, uniforms, prefix=(), totals=None):
+def seed_from_uniforms(X, weights, uniforms, prefix=(), totals=None):
     """k-means++ on validated input; one uniform per drawn center. Returns (rows, labels, mind).
 
     ``prefix`` rows are taken as the first centers without drawing (exact unlearning keeps the
@@ -28,7 +28,7 @@ def _kmeans_plusplus(X, weights, uniforms, prefix=(), totals=None):
 
     ``labels`` is the first nearest center in seeding order, ``mind`` the squared distance to it.
     ``totals``, float64 (k,), receives for every center ``t`` the total ``sum_y w(y) d^2(y, C)``
-    it was drawn against (the total weight for ``t = 0``): what :mod:`fedcore.algorithms._coupled`
+    it was drawn against (the total weight for ``t = 0``): what :mod:`fedcore.algorithms.mufc.coupled`
     needs to redraw exactly after the weights change.
     """
     k = len(prefix) + len(uniforms)
@@ -45,7 +45,7 @@ def _kmeans_plusplus(X, weights, uniforms, prefix=(), totals=None):
             elif sums.max() > 0.0:
                 row = pick_product(weights, mind, sums, u)
             else:  # degenerate rule: by weight among rows not yet chosen
-                row = _pick_unchosen(weights, rows[:t], u)
+                row = pick_unchosen(weights, rows[:t], u)
         if totals is not None:
             totals[t] = sums.sum()
         _add_center(X, weights, row, t, rows, centers, labels, mind, gaps, sums)
@@ -69,11 +69,11 @@ def _add_center(X, weights, row, t, rows, centers, labels, mind, gaps, sums):
     d2_update(X, centers[t], weights, t, gaps, labels, mind, sums)
 
 
-def _kmeans_plusplus_lazy(X, weights, rng, n_clusters, prefix=(), max_pending=32,
+def seed_lazy(X, weights, rng, n_clusters, prefix=(), max_pending=32,
                           max_rejections=4, finish=True):
-    """k-means++ with the distribution of :func:`_kmeans_plusplus`, reading ``X`` far less often.
+    """k-means++ with the distribution of :func:`seed_from_uniforms`, reading ``X`` far less often.
 
-    Returns (rows, labels, mind) as :func:`_kmeans_plusplus`; ``labels`` and ``mind`` are
+    Returns (rows, labels, mind) as :func:`seed_from_uniforms`; ``labels`` and ``mind`` are
     bit-identical to what it computes for the same centers. With ``finish=False`` they are None:
     the passes over X that would only apply centers after the last draw are skipped (the rows and
     the uniforms taken from ``rng`` are the same).
@@ -84,7 +84,7 @@ def _kmeans_plusplus_lazy(X, weights, rng, n_clusters, prefix=(), max_pending=32
     against the centers added since the refresh only, accept with probability ``m_i / b_i``.
     Accepted draws have probability proportional to ``w_i m_i``: exactly D^2 sampling. After
     ``max_rejections`` rejections in a row, or ``max_pending`` centers since the last refresh, one
-    pass over X applies all pending centers (:func:`~fedcore.kernels.seeding.d2_refresh`) and the
+    pass over X applies all pending centers (:func:`~fedcore.kernels.kmeans.seeding.d2_refresh`) and the
     draw is direct. The number of uniforms drawn from ``rng`` depends on the data.
     """
     rows, centers, labels, mind, gaps, sums = _seeding_state(X, n_clusters)
@@ -125,11 +125,11 @@ def _kmeans_plusplus_lazy(X, weights, rng, n_clusters, prefix=(), max_pending=32
 
 
 def _draw_lazy(X, weights, rng, centers, t, state, refresh, mind, sums, rows, max_rejections):
-    """Draw center ``t`` by rejection from stale D^2 bounds (see :func:`_kmeans_plusplus_lazy`)."""
+    """Draw center ``t`` by rejection from stale D^2 bounds (see :func:`seed_lazy`)."""
     rejections = 0
     while True:
         if sums.max() == 0.0:  # every bound is 0, so every D^2 is 0: the degenerate rule
-            return _pick_unchosen(weights, rows[:t], rng.random())
+            return pick_unchosen(weights, rows[:t], rng.random())
         if state["fresh"] == t:  # bounds are exact: draw directly
             return pick_product(weights, mind, sums, rng.random())
         u, v = rng.random(2)
@@ -144,19 +144,19 @@ def _draw_lazy(X, weights, rng, centers, t, state, refresh, mind, sums, rows, ma
 
 def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms, finish=True):
     """Greedy k-means++ on validated input; returns (rows, labels, mind) as
-    :func:`_kmeans_plusplus` does (labels and mind None with ``finish=False``).
+    :func:`seed_from_uniforms` does (labels and mind None with ``finish=False``).
 
     ``trial_uniforms`` has shape (n_clusters - 1, L). The first center is drawn by weight with
     ``first_uniform``. Center ``t >= 1`` is the best of ``L`` candidates, candidate ``p`` drawn by
-    D^2 sampling with ``trial_uniforms[t - 1, p]`` (the draw of :func:`_kmeans_plusplus`): the one
+    D^2 sampling with ``trial_uniforms[t - 1, p]`` (the draw of :func:`seed_from_uniforms`): the one
     whose addition leaves the lowest potential ``sum_i w_i min(d_i^2, |x_i - c|^2)``, ties to the
     first drawn. Candidates may repeat. When every D^2 is 0 all candidates would tie at potential
-    0, so the degenerate rule of :func:`_kmeans_plusplus` draws the center with
-    ``trial_uniforms[t - 1, 0]`` alone. With ``L = 1`` this is :func:`_kmeans_plusplus`.
+    0, so the degenerate rule of :func:`seed_from_uniforms` draws the center with
+    ``trial_uniforms[t - 1, 0]`` alone. With ``L = 1`` this is :func:`seed_from_uniforms`.
 
-    One pass over X per center (:func:`~fedcore.kernels.seeding.greedy_pass`) applies the
+    One pass over X per center (:func:`~fedcore.kernels.kmeans.seeding.greedy_pass`) applies the
     previous choice and computes the candidates' distances and potentials; it reads a copy of X
-    made once by tiles of rows (:func:`~fedcore.kernels.seeding.tiled`, X's size again in
+    made once by tiles of rows (:func:`~fedcore.kernels.kmeans.seeding.tiled`, X's size again in
     memory) and keeps the n x L distances, so the chosen candidate's D^2 is never recomputed.
     """
     n = X.shape[0]
@@ -186,7 +186,7 @@ def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms, finish=Tr
                                                  float(trial_uniforms[t - 1, p]))
             m = L
         else:  # degenerate rule: by weight among rows not yet chosen
-            candidate_rows[0] = _pick_unchosen(weights, rows[:t], float(trial_uniforms[t - 1, 0]))
+            candidate_rows[0] = pick_unchosen(weights, rows[:t], float(trial_uniforms[t - 1, 0]))
             m = 1
         candidates = X[candidate_rows[:m]].astype(np.float64)
         min_gaps(candidates, centers, t, gaps)  # pruning only
@@ -207,10 +207,10 @@ def _seed_rows(X, weights, rng, n_clusters, n_local_trials=1):
     """Rows of k-means++ centers: vanilla (lazy sampler) for ``n_local_trials == 1``, else greedy.
 
     Greedy seeding takes ``1 + (n_clusters - 1) * n_local_trials`` uniforms from ``rng`` in one
-    call; vanilla seeding draws exactly as :func:`_kmeans_plusplus_lazy`.
+    call; vanilla seeding draws exactly as :func:`seed_lazy`.
     """
     if n_local_trials == 1:
-        return _kmeans_plusplus_lazy(X, weights, rng, n_clusters, finish=False)[0]
+        return seed_lazy(X, weights, rng, n_clusters, finish=False)[0]
     u = rng.random(1 + (n_clusters - 1) * n_local_trials)
     trials = u[1:].reshape(n_clusters - 1, n_local_trials)
     return _kmeans_plusplus_greedy(X, weights, u[0], trials, finish=False)[0]
@@ -232,7 +232,7 @@ def check_n_local_trials(n_local_trials, n_clusters):
     return check_int(n_local_trials, "n_local_trials", min_value=1)
 
 
-def _pick_unchosen(weights, chosen, u):
+def pick_unchosen(weights, chosen, u):
     free = weights.copy()
     free[chosen] = 0.0
     sums = np.empty(n_chunks(free.shape[0]))
@@ -240,7 +240,7 @@ def _pick_unchosen(weights, chosen, u):
     return pick_index(free, sums, u)
 
 
-def _check_n_clusters(n_clusters, weights):
+def check_n_clusters_for_weights(n_clusters, weights):
     n_clusters = check_int(n_clusters, "n_clusters", min_value=1)
     if weights.shape[0] and not weights.any():
         raise ValueError("Argument 'sample_weight' is zero for every sample: a zero total weight "
@@ -262,7 +262,7 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_l
 
     Vanilla seeding (``n_local_trials`` None or 1) draws exactly but reads X far fewer than
     ``n_clusters`` times: rejection sampling from stale D^2 bounds with occasional multi-center
-    refresh passes (see ``_kmeans_plusplus_lazy``). Greedy seeding (``n_local_trials = L >= 2``,
+    refresh passes (see ``seed_lazy``). Greedy seeding (``n_local_trials = L >= 2``,
     scikit-learn's k-means++) draws ``L`` candidates per center by D^2 sampling and keeps the one
     that lowers the potential ``sum_i w_i min(d_i^2, |x_i - c|^2)`` the most (ties: the first
     drawn), at O(n d L) per center; it holds a copy of X and the n x L candidate distances.
@@ -295,7 +295,7 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_l
     """
     X = check_array(X, "X", distance_range=True)
     weights = check_sample_weight(sample_weight, X.shape[0])
-    n_clusters = _check_n_clusters(n_clusters, weights)
+    n_clusters = check_n_clusters_for_weights(n_clusters, weights)
     n_local_trials = check_n_local_trials(n_local_trials, n_clusters)
     rng = check_random_state(random_state)
     rows = _seed_rows(X, weights, rng, n_clusters, n_local_trials)

@@ -3,8 +3,8 @@ import time
 
 import numpy as np
 
-from ..federation.ledger import SERVER
-from ._rows import add_sparse
+from ...federation.ledger import SERVER
+from .rows import add_sparse
 
 __all__ = ["PlainAggregator", "SCMAAggregator", "sum_sparse"]
 
@@ -50,7 +50,7 @@ class SCMAAggregator:
     """
 
     def __init__(self, n_clients, client_clusters, n_bins, n_dims, rng, *, with_clients=True):
-        from ..secagg import SCMAClient, SCMASetup, SCMAServer
+        from ...secagg import SCMAClient, SCMASetup, SCMAServer
         self.setup = SCMASetup(n_clients, client_clusters * n_clients, n_dims=n_dims,
                                bins=n_bins, random_state=rng)
         self.clients = [SCMAClient(l, self.setup) for l in range(n_clients)] if with_clients \
@@ -68,7 +68,7 @@ class SCMAAggregator:
         first 2 * 2K' syndromes). A change too large to decode this way (e.g. whole clients
         leaving) falls back to the full decode.
         """
-        from ..secagg import SCMADecodeError
+        from ...secagg import SCMADecodeError
         bins = counts = None
         if self._last is not None:
             previous, old_bins, old_counts = self._last

@@ -16,7 +16,7 @@ run with its previous one instead of starting over:
   ``r`` is needed, O(k d) per changed row; the full distributions only on a rejection, a zero
   total or the degenerate rule (``S_t = 0``: by weight among rows not yet chosen).
 * Lloyd from unchanged seeds is a deterministic function of the seeds and the data; it is replayed
-  from the previous run's E-steps (:func:`fedcore.kernels.lloyd.lloyd_core` with a prior), which
+  from the previous run's E-steps (:func:`fedcore.kernels.kmeans.lloyd.lloyd_core` with a prior), which
   gives the same bits as a fresh run at O(n + k d) per iteration, plus the rows of the clusters
   the change touches, instead of O(n k d).
 
@@ -29,12 +29,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..kernels.distances import pairwise_sq_distances
-from ..kernels.lloyd import lloyd_core
-from ..kernels.lloyd_replay import LloydPrior
-from ._rows import match_rows
-from .kmeans import _bound_settings, _tolerance
-from .kmeanspp import _kmeans_plusplus
+from ...kernels.kmeans.distances import pairwise_sq_distances
+from ...kernels.kmeans.lloyd import lloyd_core
+from ...kernels.kmeans.lloyd_replay import LloydPrior
+from .rows import match_rows
+from ..kmeans.lloyd import bound_settings, absolute_tolerance
+from ..kmeans.seeding import seed_from_uniforms
 
 # Below this fraction of the old total the incremental new total could be mostly rounding: the
 # step is then computed in full.
@@ -44,15 +44,15 @@ _TOTAL_GUARD = 1e-9
 class _Restart(NamedTuple):
     seeds: np.ndarray     # int64 (k,): rows of the seeds in their run's data, in seeding order
     totals: np.ndarray    # float64 (k,): S_t, the D^2 total each seed was drawn against
-    trace: object         # Lloyd's E-steps, a fedcore.kernels.lloyd_replay.LloydTrace
+    trace: object         # Lloyd's E-steps, a fedcore.kernels.kmeans.lloyd_replay.LloydTrace
     centers: np.ndarray
     inertia: float
     n_iter: int
 
 
 def _lloyd_traced(X, weights, centers, max_iter, tol, margin, prior, single=None):
-    """Lloyd as :func:`fedcore.algorithms.kmeans._lloyd`, recording its E-steps and replaying
-    ``prior`` (a :class:`~fedcore.kernels.lloyd_replay.LloydPrior`). Returns (centers, inertia,
+    """Lloyd as :func:`fedcore.algorithms.kmeans.lloyd.weighted_lloyd`, recording its E-steps and replaying
+    ``prior`` (a :class:`~fedcore.kernels.kmeans.lloyd_replay.LloydPrior`). Returns (centers, inertia,
     n_iter, trace).
     ``margin``: :func:`~fedcore.algorithms.kmeans._margin` of X (the centers are rows of X);
     ``single``: the screen's precision (None: from X and the centers)."""
@@ -62,7 +62,7 @@ def _lloyd_traced(X, weights, centers, max_iter, tol, margin, prior, single=None
     distances = np.empty(n)
     inertia, n_iter, trace = lloyd_core(X, weights, centers, max_iter, tol, margin, labels,
                                         distances, record=True, prior=prior,
-                                        single=_bound_settings(X, centers)[1] if single is None
+                                        single=bound_settings(X, centers)[1] if single is None
                                         else single)
     return centers, float(inertia), int(n_iter), trace
 
@@ -165,7 +165,7 @@ def _couple_seeds(restart, change, data, rng):
                 continue
         row = _residual_draw(P, Q, rng)
         prefix_rows = np.append(seeds[:t], row)
-        rows = _kmeans_plusplus(X, w, rng.random(k - t - 1), prefix_rows, totals=totals)[0]
+        rows = seed_from_uniforms(X, w, rng.random(k - t - 1), prefix_rows, totals=totals)[0]
         return rows, totals, False
     return seeds, new_totals, True
 
@@ -195,7 +195,7 @@ class CoupledKMeans:
         seeds = []
         for _ in range(self.n_init):
             totals = np.empty(self.n_clusters)
-            rows = _kmeans_plusplus(X, weights, rng.random(self.n_clusters), totals=totals)[0]
+            rows = seed_from_uniforms(X, weights, rng.random(self.n_clusters), totals=totals)[0]
             seeds.append((rows, totals, None))
         return self._publish(data, self._lloyd_all(data, seeds), self.n_init)
 
@@ -215,8 +215,8 @@ class CoupledKMeans:
         """Lloyd from every restart's seeds (replaying its prior, if any). One after another:
         a replay is too short for threads to pay off (measured at MUFC's shapes)."""
         _, X, w = data
-        tol = _tolerance(X, self.tol)
-        margin, single = _bound_settings(X, X[:1])  # one pass; the centers are rows of X
+        tol = absolute_tolerance(X, self.tol)
+        margin, single = bound_settings(X, X[:1])  # one pass; the centers are rows of X
 
         def run(seed):
             rows, totals, prior = seed

@@ -4,13 +4,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import check_array, check_int, check_random_state, check_scalar
-from ..federation.ledger import SERVER, CommLedger
-from . import _aggregation
-from ._base import BaseEstimator, check_is_fitted
-from ._coupled import CoupledKMeans
-from ._quantize import Quantizer
-from .kmeans import KMeans, assign
+from ..._validation import check_array, check_int, check_random_state, check_scalar
+from ...federation.ledger import SERVER, CommLedger
+from . import aggregation as _aggregation
+from ..base import BaseEstimator, check_is_fitted
+from .coupled import CoupledKMeans
+from .quantize import Quantizer
+from ..kmeans.lloyd import KMeans, assign
 from .unlearning import UnlearnableKMeans
 
 __all__ = ["MUFC", "MUFCRemovalReport", "SimplifiedFC"]
@@ -72,7 +72,7 @@ class MUFC(BaseEstimator):
         aggregate with fresh randomness, so the model is distributed exactly as a fit on the
         remaining data. "retrain" runs ``server_n_init`` new k-means++ and Lloyd runs; "exact"
         (with ``server_data="weighted"``) couples each run with its previous one instead
-        (:class:`~fedcore.algorithms._coupled.CoupledKMeans`): each seed is kept with probability
+        (:class:`~fedcore.algorithms.mufc.coupled.CoupledKMeans`): each seed is kept with probability
         ``min(1, Q/P)`` of its new and old D^2 probabilities, else it and the later seeds are
         redrawn, which gives exactly k-means++'s distribution on the new aggregate; Lloyd from
         kept seeds is replayed from the previous run's bounds, same bits as a new run. A one-point
@@ -309,7 +309,7 @@ class MUFC(BaseEstimator):
 
     def inertia(self, X):
         """Centralized objective of the server centers on X (MUFC eq. (1))."""
-        from ..metrics import inertia
+        from ...metrics import inertia
         check_is_fitted(self, "cluster_centers_")
         return inertia(X, self.cluster_centers_)
 
@@ -319,7 +319,7 @@ class MUFC(BaseEstimator):
         Induced global clusters (Def. 3.1): a point of client ``l``'s local cluster ``j`` goes to
         the server center nearest to the quantized center ``c_j^(l)`` (its bin's grid point).
         """
-        from ..metrics import federated_inertia
+        from ...metrics import federated_inertia
         check_is_fitted(self, "cluster_centers_")
         clients = []
         for l in self._active:

@@ -1,7 +1,7 @@
 """Uniform quantization of client centroids onto a grid in the unit cube (MUFC Appendix H)."""
 import numpy as np
 
-from .._validation import check_array, check_scalar
+from ..._validation import check_array, check_scalar
 
 __all__ = ["Quantizer"]
 

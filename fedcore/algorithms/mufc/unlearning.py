@@ -3,11 +3,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import (check_array, check_ids, check_int,
+from ..._validation import (check_array, check_ids, check_int,
                            check_random_state, check_scalar)
-from ._base import BaseEstimator, check_is_fitted
-from .kmeans import _lloyd, _tolerance
-from .kmeanspp import _check_n_clusters, _kmeans_plusplus_lazy
+from ..base import BaseEstimator, check_is_fitted
+from ..kmeans.lloyd import weighted_lloyd, absolute_tolerance
+from ..kmeans.seeding import check_n_clusters_for_weights, seed_lazy
 
 __all__ = ["UnlearnableKMeans", "RemovalResult"]
 
@@ -83,7 +83,7 @@ class UnlearnableKMeans(BaseEstimator):
             raise ValueError(f"Argument 'sample_ids' must have length {n} (rows of X), "
                              f"got {ids.shape[0]}")
         self._weights = np.ones(n)
-        self._k = _check_n_clusters(self.n_clusters, self._weights)
+        self._k = check_n_clusters_for_weights(self.n_clusters, self._weights)
         self._max_iter = check_int(self.max_iter, "max_iter", min_value=1)
         check_scalar(self.tol, "tol", min_value=0.0)
         self._rng = check_random_state(self.random_state)
@@ -100,7 +100,7 @@ class UnlearnableKMeans(BaseEstimator):
 
     def _seed(self, prefix):
         """Redraw centers after ``prefix`` (Alg. 3 lines 11-14) and reassign every point."""
-        rows, labels, _ = _kmeans_plusplus_lazy(self._X, self._weights, self._rng, self._k,
+        rows, labels, _ = seed_lazy(self._X, self._weights, self._rng, self._k,
                                                 prefix)
         self._slot[self._rows] = -1
         self._rows = rows
@@ -112,8 +112,8 @@ class UnlearnableKMeans(BaseEstimator):
         self.seeds_ = self._X[self._rows].copy()
         self.center_ids_ = self._ids[self._rows]
         if self.refine:
-            tol = _tolerance(self._X, self.tol)
-            centers, labels, _, _ = _lloyd(self._X, self._weights, self.seeds_, self._max_iter, tol)
+            tol = absolute_tolerance(self._X, self.tol)
+            centers, labels, _, _ = weighted_lloyd(self._X, self._weights, self.seeds_, self._max_iter, tol)
             self.cluster_centers_ = centers.astype(self._X.dtype, copy=False)
             self._labels = labels
         else:

@@ -12,20 +12,18 @@ and ``E[sum_s w_s] = n``. A regularizer added to the weighted coreset cost keeps
 """
 import numpy as np
 
-from .._validation import check_array, check_int, check_random_state, check_scalar
-from ..federation.ledger import SERVER, CommLedger
-from ..kernels.coreset import (cluster_cost_sums, gram_matrix, projected_sq_norms, sample_sorted,
+from ..._validation import check_array, check_int, check_random_state, check_scalar
+from ...federation.ledger import SERVER, CommLedger
+from ...kernels.coreset import (cluster_cost_sums, gram_matrix, projected_sq_norms, sample_sorted,
                                vkmc_sensitivities)
-from ..kernels.distances import assign_nearest
-from ..kernels.seeding import chunk_sums, n_chunks
-from ._base import BaseEstimator, check_is_fitted
-from .coreset_result import Coreset, _check_federation, _check_outlier_fraction, gather, \
-    robust_coreset_error
-from .kmeans import KMeans, kmeans_plusplus
+from ...kernels.kmeans.distances import assign_nearest
+from ...kernels.kmeans.seeding import chunk_sums, n_chunks
+from ..base import BaseEstimator, check_is_fitted
+from .coreset_result import Coreset, _check_federation, _check_outlier_fraction
+from ..kmeans import KMeans, kmeans_plusplus
 
-__all__ = ["Coreset", "VerticalCoreset", "dis_sample", "vkmc_local_scores", "vkmc_coreset",
-           "vrlr_local_scores", "vrlr_coreset", "uniform_coreset", "gather",
-           "robust_coreset_error"]
+__all__ = ["VerticalCoreset", "dis_sample", "vkmc_local_scores", "vkmc_coreset",
+           "vrlr_local_scores", "vrlr_coreset", "uniform_coreset"]
 
 # Squared condition number up to which leverages come from the Gram matrix (relative error about
 # cond2 * eps <= 1e-6); above it a QR factorization is used instead (Alg. 2 line 3).

@@ -8,9 +8,9 @@ messages that built it. :func:`gather` is the upload step that lets any central 
 """
 import numpy as np
 
-from .._validation import check_array, check_scalar
-from ..federation.ledger import SERVER, CommLedger
-from ..federation.vertical import VerticalFederation
+from ..._validation import check_array, check_scalar
+from ...federation.ledger import SERVER, CommLedger
+from ...federation.vertical import VerticalFederation
 
 __all__ = ["Coreset", "gather", "robust_coreset_error"]
 

@@ -6,12 +6,12 @@ on the full data or on a coreset (rows ``coreset.indices`` with weights ``corese
 """
 import numpy as np
 
-from .._validation import check_array, check_int, check_random_state, check_scalar
-from ..federation.ledger import SERVER, CommLedger
-from ..kernels.distances import assign_nearest
-from ._base import BaseEstimator, check_is_fitted
+from ..._validation import check_array, check_int, check_random_state, check_scalar
+from ...federation.ledger import SERVER, CommLedger
+from ...kernels.kmeans.distances import assign_nearest
+from ..base import BaseEstimator, check_is_fitted
 from .coreset_result import Coreset, _check_federation
-from .kmeans import KMeans
+from ..kmeans.lloyd import KMeans
 
 __all__ = ["DistDim", "distdim"]
 

@@ -11,10 +11,10 @@ its own columns, and the last party on ``y``). Coreset weights sum to about ``n`
 import numpy as np
 import scipy.linalg
 
-from .._validation import check_array, check_int, check_random_state, check_scalar
-from ..federation.ledger import SERVER, CommLedger
-from ..kernels.coreset import saga_epoch
-from ._base import BaseEstimator, check_is_fitted
+from ..._validation import check_array, check_int, check_random_state, check_scalar
+from ...federation.ledger import SERVER, CommLedger
+from ...kernels.coreset import saga_epoch
+from ..base import BaseEstimator, check_is_fitted
 from .coreset import _sample_rows
 from .coreset_result import Coreset, _check_federation, gather
 

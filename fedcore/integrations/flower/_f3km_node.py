@@ -1,7 +1,7 @@
 """Node side of the F3KM Flower apps: a party's data and its ClientApp message handlers.
 
 Each handler is one step of the client side of Alg. 5 (see :mod:`.f3km` for the messages): it
-loads the node's :class:`~fedcore.algorithms._cd_party.CDParty` from ``context.state`` (pickled,
+loads the node's :class:`~fedcore.algorithms.f3km.party.CDParty` from ``context.state`` (pickled,
 never sent), applies the server's pending decisions, computes, stores the party back and replies.
 Handlers take ``(msg, context, defaults)``: ``defaults`` are the data settings the app was built
 with, overridden by the node's run and node config.
@@ -11,8 +11,8 @@ import pickle
 import numpy as np
 
 from ..._validation import check_array, check_int
-from ...algorithms._cd_party import CDParty, encode_party_groups, final_center_block
-from ...algorithms.fair import group_bounds
+from ...algorithms.f3km.party import CDParty, encode_party_groups, final_center_block
+from ...algorithms.f3km.fair import group_bounds
 from ...federation.vertical import VerticalFederation
 from ._common import arrays_record, read_arrays, settings
 

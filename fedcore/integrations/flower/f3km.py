@@ -4,8 +4,8 @@ Each node holds one party's feature block (and its sensitive attributes, if any)
 own context, never sent by the server: node config ``data-path`` (an ``.npz`` with the block
 ``X`` and optional ``groups``, shape (n,) or (n, A)), else the synthetic federation of
 :func:`vertical_from_settings`, of which the node keeps block ``partition-id``. The node's
-computations are the methods of :class:`fedcore.algorithms._cd_party.CDParty`; the server's
-decisions are :class:`fedcore.algorithms._cd_server.SweepServer`, :func:`run_bcd` and
+computations are the methods of :class:`fedcore.algorithms.f3km.party.CDParty`; the server's
+decisions are :class:`fedcore.algorithms.f3km.server.SweepServer`, :func:`run_bcd` and
 :func:`run_admm` of the same module, driven through :class:`_NodeParties`, which turns each of
 their calls into one message per node. With the same ``random_state`` the labels equal those of
 ``BCDKM.fit`` / ``FairKMeans.fit`` on the same ``VerticalFederation``, and so does the
@@ -39,11 +39,11 @@ import functools
 import numpy as np
 
 from ..._validation import check_int, check_random_state
-from ...algorithms._cd_server import (SweepServer, combine_balance, run_admm, run_bcd,
+from ...algorithms.f3km.server import (SweepServer, combine_balance, run_admm, run_bcd,
                                       vertical_kmeans_plusplus)
-from ...algorithms.cdkm import (BCDKM, resolve_block_size, check_n_clusters,
+from ...algorithms.f3km.cdkm import (BCDKM, resolve_block_size, check_n_clusters,
                                 fitted_attributes, join_blocks)
-from ...algorithms.fair import FairKMeans, check_fair_params, check_has_groups, group_bounds
+from ...algorithms.f3km.fair import FairKMeans, check_fair_params, check_has_groups, group_bounds
 from ...federation.ledger import CommLedger
 from ...metrics.fairness import check_fairness_bounds
 from ._common import (DEFAULT_TIMEOUT, FlowerApps, arrays_record, exchange, read_arrays,
@@ -106,7 +106,7 @@ def make_client_app(data=None, handlers=None):
 
 class _NodeParties:
     """The parties of a Flower run as the server sees them: the methods of
-    :class:`~fedcore.algorithms._cd_party.LocalParties`, each one message per node (or none,
+    :class:`~fedcore.algorithms.f3km.party.LocalParties`, each one message per node (or none,
     where the answer is already at hand); replies are combined in party order."""
 
     def __init__(self, grid, nodes, infos, timeout):
@@ -273,7 +273,7 @@ class _NodeParties:
 
 class F3KMFlowerResult:
     """What the server publishes after its last round: the fitted attributes of
-    :class:`~fedcore.algorithms.cdkm.BCDKM` / :class:`~fedcore.algorithms.fair.FairKMeans`
+    :class:`~fedcore.algorithms.f3km.cdkm.BCDKM` / :class:`~fedcore.algorithms.f3km.fair.FairKMeans`
     (``labels_``, ``cluster_centers_``, ``inertia_``, ``n_iter_``, ``objective_history_``,
     ``n_ranges_``, ``comm_``; F3KM adds ``balance_``, ``violation_``, ``violation_history_``,
     ``alpha_``, ``beta_``), plus ``center_blocks_`` (each party's columns of the centers),
@@ -447,7 +447,7 @@ def _apps(estimator, data, timeout, handlers, method=None):
 
 def bcdkm_apps(estimator=None, data=None, *, timeout=DEFAULT_TIMEOUT, handlers=None):
     """A ServerApp and a ClientApp running DisBCDKM (Alg. 3) with ``estimator`` (a
-    :class:`~fedcore.algorithms.cdkm.BCDKM` or CDKM; None: from the run config's settings).
+    :class:`~fedcore.algorithms.f3km.cdkm.BCDKM` or CDKM; None: from the run config's settings).
 
     Parameters
     ----------
@@ -472,7 +472,7 @@ def bcdkm_apps(estimator=None, data=None, *, timeout=DEFAULT_TIMEOUT, handlers=N
 
 def fair_kmeans_apps(estimator=None, data=None, *, timeout=DEFAULT_TIMEOUT, handlers=None):
     """A ServerApp and a ClientApp running F3KM (Alg. 4 on the server, Alg. 5 on each node) with
-    ``estimator`` (a :class:`~fedcore.algorithms.fair.FairKMeans`; None: from the run config).
+    ``estimator`` (a :class:`~fedcore.algorithms.f3km.fair.FairKMeans`; None: from the run config).
 
     Parameters and result as in :func:`bcdkm_apps`; each node's sensitive attributes come from
     its data (``attribute-parties`` or its ``data-path`` file's ``groups``).

@@ -30,7 +30,7 @@ import os
 import numpy as np
 
 from ..._validation import check_array, check_int, check_random_state, check_scalar
-from ...algorithms.feca import (FeCA, client_seeds, check_feca_params, feca_client, feca_server,
+from ...algorithms.feca.feca import (FeCA, client_seeds, check_feca_params, feca_client, feca_server,
                                 single_threaded_kernels)
 from ...federation.ledger import SERVER, CommLedger
 from ._common import (DEFAULT_TIMEOUT, FlowerApps, FlowerRoundError, arrays_record, exchange,

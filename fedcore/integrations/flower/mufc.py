@@ -41,10 +41,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..._validation import check_array
-from ...algorithms.kmeans import assign
-from ...algorithms.mufc import MUFC, MUFCRemovalReport, client_vector
-from ...algorithms._quantize import Quantizer
-from ...algorithms.unlearning import UnlearnableKMeans
+from ...algorithms.kmeans.lloyd import assign
+from ...algorithms.mufc.estimators import MUFC, MUFCRemovalReport, client_vector
+from ...algorithms.mufc.quantize import Quantizer
+from ...algorithms.mufc.unlearning import UnlearnableKMeans
 from ._common import (DEFAULT_TIMEOUT, FlowerApps, FlowerRoundError, arrays_record, exchange,
                       generator_from_config, local_partition, read_arrays, require_flwr,
                       seed_sequence_config, settings, wait_for_nodes)

@@ -6,7 +6,7 @@ objectives of ``cd_kmeans.py`` use.
 import numpy as np
 from numba import njit
 
-from .._config import NUMBA_CACHE
+from ..._config import NUMBA_CACHE
 
 __all__ = ["fair_tables", "fairness_change", "fairness_lagrangian"]
 

@@ -39,10 +39,10 @@ safeguard; without it a Jacobi block can raise the objective (see ``tests/test_c
 import numpy as np
 from numba import njit, prange
 
-from .._config import CHUNK_SIZE, NUMBA_CACHE
-from ._parallel import _renamed
-from .cd_fairness import fair_tables, fairness_change, fairness_lagrangian
-from .cd_statistics import centered_sq_norms, cluster_statistics, column_moments
+from ..._config import CHUNK_SIZE, NUMBA_CACHE
+from ..parallel import renamed
+from .fairness import fair_tables, fairness_change, fairness_lagrangian
+from .statistics import centered_sq_norms, cluster_statistics, column_moments
 
 __all__ = [
     "SEGMENT_ROWS",
@@ -127,9 +127,9 @@ def _bcd_row_objectives(X, shift, xx, lo, hi, labels, sums, counts, sqnorms, cod
 
 
 _row_objectives_serial = njit(cache=NUMBA_CACHE, nogil=True)(
-    _renamed(_bcd_row_objectives, "_serial"))
+    renamed(_bcd_row_objectives, "_serial"))
 _row_objectives_parallel = njit(cache=NUMBA_CACHE, nogil=True, parallel=True)(
-    _renamed(_bcd_row_objectives, "_parallel"))
+    renamed(_bcd_row_objectives, "_parallel"))
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
@@ -449,13 +449,13 @@ def _partition_sse(X, labels, centers):
 
 
 partition_sums = njit(cache=NUMBA_CACHE, nogil=True, parallel=True)(
-    _renamed(_partition_sums, "_parallel"))
+    renamed(_partition_sums, "_parallel"))
 partition_sums.__doc__ = """OUT ``sums`` float64 (k, d) and ``counts`` int64 (k,): per-label sums of the rows of ``X``.
 
 Per-chunk partials merged in chunk order: the same bits for any thread count.
 """
 partition_sse = njit(cache=NUMBA_CACHE, nogil=True, parallel=True)(
-    _renamed(_partition_sse, "_parallel"))
+    renamed(_partition_sse, "_parallel"))
 partition_sse.__doc__ = """Return ``sum_i |X[i] - centers[labels[i]]|^2`` (eq. (1)), chunked and merged in order.
 
 IN ``X`` float32/float64 (n, d), ``labels`` int64 (n,), ``centers`` float64 (k, d).

@@ -3,8 +3,8 @@ and per-cluster sums, counts, squared norms and group counts."""
 import numpy as np
 from numba import njit, prange
 
-from .._config import CHUNK_SIZE, NUMBA_CACHE
-from ._parallel import _renamed
+from ..._config import CHUNK_SIZE, NUMBA_CACHE
+from ..parallel import renamed
 
 __all__ = ["column_moments", "centered_sq_norms", "cluster_statistics"]
 
@@ -48,7 +48,7 @@ def _centered_sq_norms(X, shift, out):
 
 
 centered_sq_norms = njit(cache=NUMBA_CACHE, nogil=True, parallel=True)(
-    _renamed(_centered_sq_norms, "_parallel"))
+    renamed(_centered_sq_norms, "_parallel"))
 centered_sq_norms.__doc__ = """OUT ``out`` float64 (n,): ``|X[i] - shift|^2`` (the x_i^T x_i of Alg. 1 line 2).
 
 IN ``X`` float32/float64 (n, d), ``shift`` float64 (d,).

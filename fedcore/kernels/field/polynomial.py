@@ -12,8 +12,8 @@ the zero polynomial.
 import numpy as np
 from numba import njit
 
-from .._config import NUMBA_CACHE
-from .field import (_mulhi, accumulation_limit, addmod, field_context, inverse,
+from ..._config import NUMBA_CACHE
+from .arithmetic import (_mulhi, accumulation_limit, addmod, field_context, inverse,
                     mulmod_ctx, negmod, reduce_wide, sub_scaled_into, submod)
 
 __all__ = [

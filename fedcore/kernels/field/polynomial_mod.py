@@ -8,8 +8,8 @@ fast. Polynomials are int64 coefficient arrays, lowest degree first, as in ``pol
 import numpy as np
 from numba import njit
 
-from .._config import NUMBA_CACHE
-from .field import (addmod, dot_reverse, field_context, inverse, mulmod_ctx, negmod, submod)
+from ..._config import NUMBA_CACHE
+from .arithmetic import (addmod, dot_reverse, field_context, inverse, mulmod_ctx, negmod, submod)
 from .polynomial import (NEWTON_THRESHOLD, degree, karatsuba_workspace, mul_equal,
                          rem_monic_inplace)
 

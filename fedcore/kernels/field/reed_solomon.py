@@ -18,8 +18,8 @@ Kernels take p (odd prime < 2**62) and report failures by return codes; they nev
 import numpy as np
 from numba import njit
 
-from .._config import NUMBA_CACHE
-from .field import (addmod, batch_inverse_ctx, dot_reverse, field_context, inverse, mulmod_ctx,
+from ..._config import NUMBA_CACHE
+from .arithmetic import (addmod, batch_inverse_ctx, dot_reverse, field_context, inverse, mulmod_ctx,
                     negmod, powmod_ctx, reduce_wide, sub_scaled_into, submod, _mulhi,
                     accumulation_limit)
 from .polynomial import degree, eval_many_ctx, gcd_into

@@ -9,8 +9,8 @@ reassociating any sum.
 import numpy as np
 from numba import njit, prange
 
-from .._config import CHUNK_SIZE, NUMBA_CACHE
-from ._parallel import chunked_kernel
+from ..._config import CHUNK_SIZE, NUMBA_CACHE
+from ..parallel import chunked_kernel
 
 __all__ = ["row_distances", "own_distance", "nearest_center", "nearest_two",
            "pairwise_sq_distances", "assign_nearest"]

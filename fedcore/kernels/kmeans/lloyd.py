@@ -3,7 +3,7 @@
 Rows are split into fixed chunks of ``CHUNK_SIZE``; each chunk writes its own partial sums and the
 partials are merged serially in chunk order, so every output is bit-identical for any thread count.
 The distance that decides a label is always the exact kernel's (a sum of squared differences in
-feature order, :func:`~fedcore.kernels.distances.own_distance`); two devices only decide which
+feature order, :func:`~fedcore.kernels.kmeans.distances.own_distance`); two devices only decide which
 distances need computing, never their values:
 
 * **Bounds** (Hamerly 2010): each row keeps a lower bound on its distance to every center but its
@@ -17,7 +17,7 @@ distances need computing, never their values:
   so the label (lowest index on ties) and its distance are the exact scan's, bit for bit.
 
 :func:`lloyd_core` also records its E-steps and replays a recorded run on slightly changed data
-(:mod:`fedcore.kernels.lloyd_replay`), again with the same bits.
+(:mod:`fedcore.kernels.kmeans.lloyd_replay`), again with the same bits.
 """
 import contextlib
 import functools
@@ -27,8 +27,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .._config import CHUNK_SIZE, NUMBA_CACHE
-from ._parallel import chunked_kernel
+from ..._config import CHUNK_SIZE, NUMBA_CACHE
+from ..parallel import chunked_kernel
 from .distances import nearest_two, own_distance
 from .lloyd_replay import (LloydPrior, LloydTrace, center_moves, grow_trace, mark_dirty,
                            prime_bounds, sparse_estep, sparse_sums, top_two)
@@ -221,7 +221,7 @@ def _scan_block(X, rows, centers_t, block_t, dists_t, nearest, labels, lower, di
 
     The rows are transposed into ``block_t`` (d, BLOCK_ROWS) so that the innermost loops run
     over rows: each distance is still summed over features in order, with the same roundings as
-    :func:`~fedcore.kernels.distances.row_distances` (same bits), but the rows of a block are
+    :func:`~fedcore.kernels.kmeans.distances.row_distances` (same bits), but the rows of a block are
     independent vector lanes instead of one dependency chain each, and the running minimum is
     branch-free. ``nearest`` (3, BLOCK_ROWS) scratch. OUT ``labels``, ``distances`` (lowest index
     on ties) and ``lower`` (the exact distance to the nearest other center).
@@ -650,9 +650,9 @@ def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, *,
     for the final centers. The whole loop is compiled because the servers and clients of federated
     methods run many small problems, where per-iteration interpreter overhead would dominate.
 
-    ``record``: return the :class:`~fedcore.kernels.lloyd_replay.LloydTrace` of every E-step
-    (else None). ``prior``: None or a :class:`~fedcore.kernels.lloyd_replay.LloydPrior` of a run
-    from the same initial centers; E-steps are replayed (:mod:`fedcore.kernels.lloyd_replay`)
+    ``record``: return the :class:`~fedcore.kernels.kmeans.lloyd_replay.LloydTrace` of every E-step
+    (else None). ``prior``: None or a :class:`~fedcore.kernels.kmeans.lloyd_replay.LloydPrior` of a run
+    from the same initial centers; E-steps are replayed (:mod:`fedcore.kernels.kmeans.lloyd_replay`)
     until the prior's last one or its first empty cluster; with one chunk of rows in both runs
     only the rows and clusters touched by the change are recomputed. ``single`` and ``screen``:
     see :func:`make_screen` (``screen`` None: by shape; the results are the same bits whatever

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .._config import NUMBA_CACHE
+from ..._config import NUMBA_CACHE
 from .distances import nearest_two, own_distance
 
 __all__ = ["LloydTrace", "LloydPrior", "top_two", "center_moves", "prime_bounds", "sparse_estep",

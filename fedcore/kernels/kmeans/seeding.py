@@ -15,8 +15,8 @@ whose outcome it proves, so results do not depend on it.
 import numpy as np
 from numba import njit, prange
 
-from .._config import CHUNK_SIZE, NUMBA_CACHE
-from ._parallel import chunked_kernel
+from ..._config import CHUNK_SIZE, NUMBA_CACHE
+from ..parallel import chunked_kernel
 
 __all__ = ["n_chunks", "chunk_sums", "pick_index", "pick_product", "pick_pending", "d2_update",
            "center_gaps", "min_gaps", "min_sq_distance", "d2_refresh", "candidate_potentials",

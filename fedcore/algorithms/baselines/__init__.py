@@ -1,0 +1,9 @@
+"""The baselines the papers compare with: k-FED, DC-k-means, Match Averaging and FFCM."""
+from .dckmeans import DCKMeans
+from .ffcm import FFCM, FFCMResult, fcm_statistics, ffcm, fuzzy_c_means
+from .kfed import KFed, KFedResult, farthest_point_init, kfed
+from .match_averaging import MatchAveraging, MatchAveragingResult, match_average_centers, match_averaging
+
+__all__ = ["DCKMeans", "FFCM", "FFCMResult", "KFed", "KFedResult", "MatchAveraging",
+           "MatchAveragingResult", "farthest_point_init", "fcm_statistics", "ffcm",
+           "fuzzy_c_means", "kfed", "match_average_centers", "match_averaging"]
