@@ -158,6 +158,9 @@ def check_ids(ids, name="ids"):
         raise ValueError(f"Argument {name!r} must be 1-D, got shape {arr.shape}")
     if arr.size and arr.dtype.kind not in "iu":
         raise TypeError(f"Argument {name!r} must hold integers, got dtype {arr.dtype}")
+    if arr.size and arr.dtype.kind == "u" and arr.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"Argument {name!r} contains id {int(arr.max())}, above the largest "
+                         f"id {np.iinfo(np.int64).max} (ids are int64)")
     arr = arr.astype(np.int64, copy=False)
     if arr.size > 1:
         s = np.sort(arr)

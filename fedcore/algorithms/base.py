@@ -1,8 +1,12 @@
 """A minimal scikit-learn-compatible estimator base, without scikit-learn at run time."""
+import contextlib
+import copy
 import inspect
 import sys
 
-__all__ = ["BaseEstimator", "NotFittedError", "check_is_fitted"]
+import numpy as np
+
+__all__ = ["BaseEstimator", "NotFittedError", "all_or_nothing", "check_is_fitted"]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -82,3 +86,62 @@ def check_is_fitted(estimator, attribute):
     if not hasattr(estimator, attribute):
         raise _not_fitted_class()(f"This {type(estimator).__name__} instance is not fitted yet. "
                              "Call 'fit' with appropriate arguments before using this estimator.")
+
+
+_ABSENT = object()
+
+
+@contextlib.contextmanager
+def all_or_nothing(obj, deep=(), shallow=()):
+    """Run the block as one transaction on ``obj``: if it raises, put back the attributes named
+    in ``deep`` and ``shallow``, drop the messages the block added to ``obj.comm_``, and
+    re-raise. Attributes the block created are deleted.
+
+    ``deep``: state the block may mutate. Arrays and random generators are restored in place
+    (the same objects, so references to them stay valid); other objects by deep copy, sharing
+    those generators. ``shallow``: attributes the block replaces but never mutates (the
+    object itself is restored), and dicts, lists and sets whose items it replaces (a shallow copy
+    is restored).
+
+    Used by every ``remove`` / ``remove_clients`` that changes state in several steps, so that a
+    failure at any step leaves the model bit for bit as it was.
+    """
+    current = {name: obj.__dict__.get(name, _ABSENT) for name in (*deep, *shallow)}
+    generators = {name: (value, copy.deepcopy(value.bit_generator.state))
+                  for name, value in current.items()
+                  if name in deep and isinstance(value, np.random.Generator)}
+    arrays = {name: (value, value.copy()) for name, value in current.items()
+              if name in deep and isinstance(value, np.ndarray)}
+    copies = {name: copy.copy(value) if isinstance(value, (dict, list, set)) else value
+              for name, value in current.items() if name in shallow and value is not _ABSENT}
+    # Deep copies keep referring to the objects restored as they are (generators and arrays
+    # restored in place, the shallow attributes and their items), as the originals did.
+    kept = [value for value, _ in (*generators.values(), *arrays.values())]
+    for value in copies.values():
+        kept.append(value)
+        kept.extend(value.values() if isinstance(value, dict) else
+                    value if isinstance(value, (list, set, tuple)) else ())
+    memo = {id(value): value for value in kept}
+    copies.update(copy.deepcopy({name: value for name, value in current.items()
+                                 if name in deep and name not in generators
+                                 and name not in arrays and value is not _ABSENT}, memo))
+    ledger = obj.__dict__.get("comm_")
+    n_messages = None if ledger is None else len(ledger.messages)
+    try:
+        yield
+    except BaseException:
+        for name, value in current.items():
+            if value is _ABSENT:
+                obj.__dict__.pop(name, None)
+            elif name in generators:
+                value.bit_generator.state = generators[name][1]
+                obj.__dict__[name] = value
+            elif name in arrays:
+                value[...] = arrays[name][1]
+                obj.__dict__[name] = value
+            else:
+                obj.__dict__[name] = copies[name]
+        if ledger is not None:
+            del ledger.messages[n_messages:]
+            obj.__dict__["comm_"] = ledger
+        raise

@@ -1,11 +1,11 @@
-"""DC-k-means (Ginart et al. 2019) on a federation: a two-level divide-and-conquer tree."""
+"""DC-k-means ([DCKM]) on a federation: a two-level divide-and-conquer tree."""
 import time
 
 import numpy as np
 
-from ..._validation import check_int, check_random_state
+from ..._validation import check_ids, check_int, check_random_state
 from ...federation.ledger import SERVER, CommLedger
-from ..base import BaseEstimator, check_is_fitted
+from ..base import BaseEstimator, all_or_nothing, check_is_fitted
 from ..kmeans.lloyd import KMeans
 from ..mufc.estimators import MUFCRemovalReport
 
@@ -16,9 +16,9 @@ class DCKMeans(BaseEstimator):
     """Divide-and-conquer k-means with deletion, tree height 2, leaves = clients.
 
     Each client runs full k-means (k-means++ and Lloyd) with ``client_clusters`` centers and sends
-    its centers; the server runs k-means on their union. As in the MUFC paper's adaptation
-    (Appendix M.2), client centers get unit weights unless ``weighted=True`` (cluster sizes).
-    Deleting a point re-runs its client and the server (Ginart et al.'s deletion for DC-k-means:
+    its centers; the server runs k-means on their union. As in the adaptation of
+    [MUFC] Appendix M.2, client centers get unit weights unless ``weighted=True`` (cluster sizes).
+    Deleting a point re-runs its client and the server (the deletion of [DCKM] for DC-k-means:
     only the leaf and the path to the root are recomputed).
 
     Attributes
@@ -76,10 +76,11 @@ class DCKMeans(BaseEstimator):
     def remove(self, client_id, ids):
         """Delete points (global ids) from one client: refit that client and the server."""
         check_is_fitted(self, "_models")
+        client_id = check_int(client_id, "client_id", min_value=0)
         if client_id not in self._data:
             raise ValueError(f"Argument 'client_id' must be a current client, got {client_id!r}")
         X_l, ids_l = self._data[client_id]
-        ids = np.atleast_1d(np.asarray(ids, dtype=np.int64))
+        ids = check_ids(ids, "ids")
         keep = ~np.isin(ids_l, ids)
         missing = np.setdiff1d(ids, ids_l)
         if missing.size:
@@ -88,18 +89,23 @@ class DCKMeans(BaseEstimator):
         if keep.sum() < self._kp:
             raise ValueError(f"Removing {ids.size} point(s) would leave client {client_id} with "
                              f"fewer than client_clusters = {self._kp} points")
-        self._data[client_id] = (X_l[keep], ids_l[keep])
-        self._round += 1
-        t0 = time.perf_counter()
-        self._fit_client(client_id)
-        t1 = time.perf_counter()
-        self._fit_server()
-        t2 = time.perf_counter()
+        # Atomic: the client's data and model, the server and the ledger change together or not
+        # at all (the models are replaced, never mutated: shallow copies suffice).
+        with all_or_nothing(self, deep=("_rng",),
+                            shallow=("_data", "_models", "_round", "cluster_centers_",
+                                     "client_centers_")):
+            self._data[client_id] = (X_l[keep], ids_l[keep])
+            self._round += 1
+            t0 = time.perf_counter()
+            self._fit_client(client_id)
+            t1 = time.perf_counter()
+            self._fit_server()
+            t2 = time.perf_counter()
         return MUFCRemovalReport(True, True, int(ids.size),
                                  {"client_unlearn": t1 - t0, "server_cluster": t2 - t1})
 
     def federated_inertia(self):
-        """Federated objective (MUFC eq. (2)) with induced global clusters (Def. 3.1)."""
+        """Federated objective ([MUFC] eq. (2)) with induced global clusters ([MUFC] Def. 3.1)."""
         from ...metrics import federated_inertia
         check_is_fitted(self, "cluster_centers_")
         clients = [(self._data[l][0], self._models[l].labels_, self._models[l].cluster_centers_)

@@ -4,10 +4,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..._validation import check_array, check_int, check_random_state, check_scalar
+from ..._validation import (check_array, check_ids, check_int, check_random_state,
+                             check_scalar)
 from ...federation.ledger import SERVER, CommLedger
 from . import aggregation as _aggregation
-from ..base import BaseEstimator, check_is_fitted
+from ..base import BaseEstimator, all_or_nothing, check_is_fitted
 from .coupled import CoupledKMeans
 from .quantize import Quantizer
 from ..kmeans.lloyd import KMeans, assign
@@ -111,8 +112,10 @@ class MUFC(BaseEstimator):
     def fit(self, federation, y=None):
         """Run Alg. 1 on a :class:`~fedcore.HorizontalFederation`."""
         self._check_params(federation)
-        boxes = None if self.bounds is not None else \
-            [(X_l.min(axis=0), X_l.max(axis=0)) for X_l, _ in federation]
+        boxes = [(X_l.min(axis=0), X_l.max(axis=0)) for X_l, _ in federation]
+        if self.bounds is not None:
+            _check_bounds_contain(self.bounds, boxes)
+            boxes = None  # public bounds: the clients send no box
         client_rngs = self._start(federation.client_sizes, federation.n_features, boxes)
         self._clients, self._vectors, client_times = [], {}, []
         for l, (X_l, ids_l) in enumerate(federation):
@@ -241,41 +244,57 @@ class MUFC(BaseEstimator):
         return model.fit(points, sample_weight=weights).cluster_centers_
 
     # -------------------------------------------------------------- unlearning
+    # What a round changes at the server: restored by :func:`all_or_nothing` when it fails.
+    _ROUND_DEEP = ("_server_rng", "_coupled", "_aggregator")
+    _ROUND_SHALLOW = ("n_rounds_", "_vectors", "_active", "aggregate_", "cluster_centers_",
+                      "client_centers_")
+
     def remove(self, client_id, ids):
-        """Remove points ``ids`` (global point ids) held by client ``client_id`` (Alg. 4, cross-silo).
+        """Remove points ``ids`` (global point ids) held by client ``client_id`` ([MUFC] Alg. 4,
+        cross-silo).
 
         The client runs Alg. 3; every participant re-sends with fresh masks (the server cannot
         tell which client changed) and the server re-clusters the new sum with fresh randomness
-        (``server_update="exact"`` or ``"retrain"``). Atomic: on error nothing changes. Returns a
-        :class:`MUFCRemovalReport`.
+        (``server_update="exact"`` or ``"retrain"``). Atomic: the request is validated first, and
+        a failure at any later step (client, aggregation, server) leaves the model bit for bit
+        unchanged. Returns a :class:`MUFCRemovalReport`.
         """
         check_is_fitted(self, "_clients")
         l = check_int(client_id, "client_id", min_value=0, max_value=len(self._clients) - 1)
         if l not in self._active:
             raise ValueError(f"Argument 'client_id': client {l} was removed")
-        timings = {}
-        t0 = time.perf_counter()
-        result = self._clients[l].remove(ids)
-        self._vectors[l] = self._client_vector(l)
-        timings["client_unlearn"] = time.perf_counter() - t0
-        recluster = self.server_update != "lazy" or result.retrained
-        self.n_rounds_ += 1
-        self._aggregate_and_cluster(recluster, timings)
+        client = self._clients[l]
+        n_ids = check_ids(ids, "ids").shape[0]
+        left = sum(self._clients[c].n_samples_ for c in self._active) - n_ids
+        if left < self._k:
+            raise ValueError(f"Removing {n_ids} point(s) would leave {left} point(s) in the "
+                             f"federation, fewer than n_clusters = {self._k}")
+        with all_or_nothing(self, self._ROUND_DEEP, self._ROUND_SHALLOW), \
+                all_or_nothing(client, client.REMOVAL_DEEP, client.REMOVAL_SHALLOW):
+            timings = {}
+            t0 = time.perf_counter()
+            result = client.remove(ids)
+            self._vectors[l] = self._client_vector(l)
+            timings["client_unlearn"] = time.perf_counter() - t0
+            recluster = self.server_update != "lazy" or result.retrained
+            self.n_rounds_ += 1
+            self._aggregate_and_cluster(recluster, timings)
         return MUFCRemovalReport(result.retrained, recluster, result.n_removed, timings)
 
     def remove_clients(self, client_ids):
-        """Remove every point of the given clients (Alg. 4, cross-device): their vectors leave
-        the sum (line 5) and the server re-clusters. Removing every client raises."""
+        """Remove every point of the given clients ([MUFC] Alg. 4, cross-device): their vectors
+        leave the sum (line 5) and the server re-clusters. Removing every client raises. Atomic
+        as :meth:`remove`."""
         check_is_fitted(self, "_clients")
         sizes = {l: self._clients[l].n_samples_ for l in self._active}
         ids, remaining = self._check_client_removal(client_ids, sizes)
         n_removed = sum(sizes[l] for l in ids)
-        self._active = remaining
-        for l in ids:
-            del self._vectors[l]
-        timings = {}
-        self.n_rounds_ += 1
-        self._aggregate_and_cluster(True, timings)
+        with all_or_nothing(self, self._ROUND_DEEP, self._ROUND_SHALLOW):
+            self._active = remaining
+            self._vectors = {l: v for l, v in self._vectors.items() if l not in set(ids)}
+            timings = {}
+            self.n_rounds_ += 1
+            self._aggregate_and_cluster(True, timings)
         return MUFCRemovalReport(False, True, int(n_removed), timings)
 
     def _check_client_removal(self, client_ids, sizes):
@@ -331,6 +350,27 @@ class MUFC(BaseEstimator):
     @property
     def n_clients_(self):
         return len(self._active)
+
+
+def _check_bounds_contain(bounds, boxes):
+    """Refuse user ``bounds`` that are not (low, high) of the data's width or do not contain
+    every client's data (a point outside has no bin: a later re-seed would fail half way)."""
+    d = boxes[0][0].shape[0]
+    try:
+        low, high = (np.asarray(b, dtype=np.float64) for b in bounds)
+    except (TypeError, ValueError):
+        raise ValueError("Argument 'bounds' must be a pair (low, high) of arrays of shape "
+                         f"({d},), got {bounds!r}") from None
+    if low.shape != (d,) or high.shape != (d,):
+        raise ValueError(f"Argument 'bounds' must be (low, high) of shape ({d},) each, got "
+                         f"shapes {low.shape} and {high.shape}")
+    for l, (lo, hi) in enumerate(boxes):
+        out = np.flatnonzero((lo < low) | (hi > high))
+        if out.size:
+            j = int(out[0])
+            raise ValueError(f"Argument 'bounds' does not contain client {l}'s data: feature "
+                             f"{j} ranges over [{float(lo[j])}, {float(hi[j])}], bounds "
+                             f"[{float(low[j])}, {float(high[j])}]")
 
 
 def client_vector(quantizer, client):

@@ -67,6 +67,12 @@ class UnlearnableKMeans(BaseEstimator):
     n_samples_ : int, number of remaining points
     """
 
+    #: What :meth:`remove` changes, for callers that make it part of a larger transaction
+    #: (:func:`fedcore.algorithms.base.all_or_nothing`): mutated in place, then replaced.
+    REMOVAL_DEEP = ("_weights", "_slot", "_rng", "cluster_sizes_")
+    REMOVAL_SHALLOW = ("n_samples_", "_rows", "_labels", "seeds_", "center_ids_",
+                       "cluster_centers_")
+
     def __init__(self, n_clusters=8, *, refine=False, max_iter=300, tol=1e-4, random_state=None):
         self.n_clusters = n_clusters
         self.refine = refine
@@ -100,8 +106,7 @@ class UnlearnableKMeans(BaseEstimator):
 
     def _seed(self, prefix):
         """Redraw centers after ``prefix`` (Alg. 3 lines 11-14) and reassign every point."""
-        rows, labels, _ = seed_lazy(self._X, self._weights, self._rng, self._k,
-                                                prefix)
+        rows, labels, _ = seed_lazy(self._X, self._weights, self._rng, self._k, prefix)
         self._slot[self._rows] = -1
         self._rows = rows
         self._slot[rows] = np.arange(self._k)
@@ -113,7 +118,8 @@ class UnlearnableKMeans(BaseEstimator):
         self.center_ids_ = self._ids[self._rows]
         if self.refine:
             tol = absolute_tolerance(self._X, self.tol)
-            centers, labels, _, _ = weighted_lloyd(self._X, self._weights, self.seeds_, self._max_iter, tol)
+            centers, labels, _, _ = weighted_lloyd(self._X, self._weights, self.seeds_,
+                                                   self._max_iter, tol)
             self.cluster_centers_ = centers.astype(self._X.dtype, copy=False)
             self._labels = labels
         else:
