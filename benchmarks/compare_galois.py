@@ -15,7 +15,8 @@ Rows (ratio = galois time / fedcore time, > 1 means fedcore is faster):
   The messages are the clients' syndromes plus uniform masks that sum to zero, which is exactly
   the law of real masked messages, without generating 100 * 99 pairwise streams;
 * client encode of K = 62 bins (syndromes; mask generated offline, ``precompute_mask``), and the
-  message size per client against the paper's bound 2 K L ceil(log2 p') bits (p' >= B**d).
+  message size per client against the bound 2 K L ceil(log2 p') bits (p' >= B**d) of
+  [MUFC] Appendix C.
 
 Timings are medians of wall-clock runs after a warm-up call (no compile time). The machine may
 be shared: the script prints the load average next to the results.
@@ -162,7 +163,7 @@ def message_sizes(setups):
     print("\nMessage size per client (p = 2^61 - 1, 61-bit elements):")
     for setup in setups:
         t, d, B = setup.capacity, setup.n_dims, setup.bins
-        paper_p = int(np.ceil(d * np.log2(B)))  # the paper needs p >= B**d
+        paper_p = int(np.ceil(d * np.log2(B)))  # [MUFC] Section 4.1 needs p >= B**d
         paper = 2 * t * paper_p
         naive = 2 * t * setup.bits_per_element
         print(f"  t={t:<5} elements={setup.message_length:>8} bits={setup.message_bits:>10} "

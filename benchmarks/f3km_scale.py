@@ -1,17 +1,19 @@
-"""F3KM at scale (the paper's Table 4 setting), Fair-LP side by side, and the paper's quality tables.
+"""F3KM at scale (the setting of [F3KM] Table 4), Fair-LP side by side, and the quality tables of
+[F3KM].
 
-    python benchmarks/f3km_scale.py                          # Table 4: n = 50k, 0.5M, 1M, 5M
+    python benchmarks/f3km_scale.py                   # [F3KM] Table 4: n = 50k, 0.5M, 1M, 5M
     python benchmarks/f3km_scale.py --n 50000 500000 --repeats 3
-    python benchmarks/f3km_scale.py --real                   # Fig. 8/9: Wage, CPS1988 vs Fair-LP
-    python benchmarks/f3km_scale.py --rounds                 # Table 3: rounds vs block size (Wage)
+    python benchmarks/f3km_scale.py --real            # [F3KM] Fig. 8/9: Wage, CPS1988 vs Fair-LP
+    python benchmarks/f3km_scale.py --rounds          # [F3KM] Table 3: rounds vs block size (Wage)
 
-Table 4 setting: synthetic ``make_fair_blobs`` with d = 53, k = 3, two sensitive attributes with
-5 groups each (10 groups), delta = 0.5, block_size = n/4, the estimator's other defaults
-(max_iter = 100). Each size runs in its own process (so the peak resident memory is that of one
-fit; "fit mem/X" is the growth of the peak resident memory during the fits, with the data and the
-warm-up already in memory, over the size of X); the time is the median over ``--repeats`` fits after a warm-up on tiny data, and excludes
-data generation. Fair-LP (scipy HiGHS) runs up to ``--fairlp-max-n`` rows with a time limit of
-``--fairlp-time-limit`` seconds; the ratio printed is Fair-LP time / F3KM time (> 1: F3KM faster).
+[F3KM] Table 4 setting: synthetic ``make_fair_blobs`` with d = 53, k = 3, two sensitive attributes
+with 5 groups each (10 groups), delta = 0.5, block_size = n/4, the estimator's other defaults
+(max_iter = 100). Each size runs in its own process (so the peak resident memory is that of one fit;
+"fit mem/X" is the growth of the peak resident memory during the fits, with the data and the warm-up
+already in memory, over the size of X); the time is the median over ``--repeats`` fits after a
+warm-up on tiny data, and excludes data generation. Fair-LP (scipy HiGHS) runs up to
+``--fairlp-max-n`` rows with a time limit of ``--fairlp-time-limit`` seconds; the ratio printed is
+Fair-LP time / F3KM time (> 1: F3KM faster).
 """
 import argparse
 import json

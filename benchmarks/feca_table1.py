@@ -1,34 +1,35 @@
-"""Reproduce the FeCA paper's Table 1 (l2-distance to true centers on S-sets) and a real-data table
+"""Reproduce [FeCA] Table 1 (l2-distance to true centers on S-sets) and a real-data table
 (purity / NMI on scikit-learn's digits), and time FeCA at scale.
 
     python benchmarks/feca_table1.py                 # both tables, 10 seeds (a few minutes)
     python benchmarks/feca_table1.py --seeds 3       # quicker
     python benchmarks/feca_table1.py --speed         # FeCA on 100 clients x 10,000 points, d=50
 
-Protocol (paper Section 6.1, Appendix C.5)
+Protocol ([FeCA] Section 6.1, [FeCA] Appendix C.5)
 - Data: ``fedcore.datasets.balls.make_s_sets(level, random_state=seed)`` for S1..S4 (S-sets-like,
   15 peaked clusters, 5000 points, S-sets coordinate scale, calibrated as documented at
   ``S_SET_LEVELS``); partitions over M = 10 clients: IID and
   Dirichlet(alpha) label skew with alpha = 0.3, 0.1 (``fedcore.partition``), seed = run index.
   A Dirichlet draw that leaves a client with fewer points than the per-client cluster count is
   redrawn with the next partition seed (the count of redraws is printed).
-- Metric: ``center_distance(centers, true_centers) / 1e4``, the paper's "l2-distance x 10^4". If
-  a method returns fewer centers than true centers (FeCA when fewer groups form, Appendix E),
-  each unmatched true center adds its squared distance to the nearest returned center, so missing
-  centers are charged, never ignored (the count of such runs is printed).
+- Metric: ``center_distance(centers, true_centers) / 1e4``, the "l2-distance x 10^4" of [FeCA].
+  If a method returns fewer centers than true centers (FeCA when fewer groups form,
+  [FeCA] Appendix E), each unmatched true center adds its squared distance to the nearest
+  returned center, so missing centers are charged, never ignored (the count of such runs is
+  printed).
 - Methods: FeCA (k' = k = 15, empirical radius), M-Avg, FFCM v1/v2 after 1 and 10 rounds (the
   1-round value is the first round of the 10-round run, identical to a 1-round run by
-  construction), K-FED with k' tuned on S1 Dirichlet(0.3) over 2..15 as in Appendix C.5, and
-  centralized k-means. Every client-side k-means uses ``--client-n-init`` k-means++ starts (default
-  10, scikit-learn's default when the paper was written) seeded with ``--client-local-trials``
+  construction), K-FED with k' tuned on S1 Dirichlet(0.3) over 2..15 as in [FeCA] Appendix C.5,
+  and centralized k-means. Every client-side k-means uses ``--client-n-init`` k-means++ starts
+  (default 10, scikit-learn's default when [FeCA] was written) seeded with ``--client-local-trials``
   candidates per center (default "auto": greedy k-means++ with 2 + floor(ln k) candidates,
   scikit-learn's seeding; 1 is vanilla k-means++), the same for FeCA, M-Avg and k-FED; FFCM's
   round-0 client k-means is greedy too (``client_kmeans``). Centralized k-means, with the same
-  seeding, is reported with a single start (the paper's Remark 6.1 setting: one Lloyd run on all
-  data) and with the same number of starts as the clients.
+  seeding, is reported with a single start (the setting of [FeCA] Remark 6.1: one Lloyd run on
+  all data) and with the same number of starts as the clients.
 - Digits: ``sklearn.datasets.load_digits`` (1797 x 64, 10 classes), the same partitions, k = 10,
-  K-FED k' = 3 (k' <= sqrt(k), as the paper does for CIFAR-10); purity and NMI of the nearest-center
-  assignment of all points against the digit labels.
+  K-FED k' = 3 (k' <= sqrt(k), as [FeCA] Table 2 does for CIFAR-10); purity and NMI of the
+  nearest-center assignment of all points against the digit labels.
 """
 import argparse
 import time
@@ -49,7 +50,7 @@ SCHEMES = [("IID", "iid", None), ("(0.3)", "dirichlet", 0.3), ("(0.1)", "dirichl
 METHODS = ["M-Avg", "FFCMv1(Rd=1)", "FFCMv1(Rd=10)", "FFCMv2(Rd=1)", "FFCMv2(Rd=10)", "k-FED",
            "FeCA", "Centralized (1 start)", "Centralized (n starts)"]
 
-# The paper's Table 1 (mean +/- std), for side-by-side reading.
+# [FeCA] Table 1 (mean +/- std), for side-by-side reading.
 PAPER = {
     "M-Avg": ["7.2±4.3", "45.8±5.0", "63.0±2.8", "14.7±7.1", "51.4±8.9", "64.0±11.1",
               "16.4±6.8", "35.5±5.7", "46.7±5.3", "14.2±3.7", "28.7±3.3", "40.1±6.4"],
@@ -120,7 +121,7 @@ def fit_all(fed, X, k, k_fed, n_init, seed, trials):
 
 
 def tune_kfed(seeds, n_init, trials):
-    """Appendix C.5: k' in 2..15 on S1 Dirichlet(0.3), lowest mean l2-distance."""
+    """[FeCA] Appendix C.5: k' in 2..15 on S1 Dirichlet(0.3), lowest mean l2-distance."""
     scores = {}
     for kp in range(2, 16):
         d = []

@@ -1,18 +1,18 @@
-"""Reproduce the MUFC paper's Table 1 on synthetic stand-ins with the paper's seven shapes.
+"""Reproduce [MUFC] Table 1 on synthetic stand-ins with the seven shapes of [MUFC] Appendix M.
 
     python benchmarks/mufc_table1.py                       # all shapes, 5 seeds, 20 removals
     python benchmarks/mufc_table1.py --shapes gaussian tmi --seeds 2 --removals 10 --insecure
 
-Per shape: loss ratios (federated objective of Def. 3.1 over the best of n_init k-means++ runs)
-of MUFC, K-FED and DC-KM as mean +/- std over seeds, plus MUFC's centralized objective (eq. 1,
-each point to its nearest server center) over the same reference; for MUFC, the median modeled latency of
-single random removals in exact mode (slowest client + server, the paper's model) and in lazy
-mode (the paper's measurement), the median in-process wall time of a whole removal round (all
-clients re-sending; "wall ms") and of the next round's masks, generated offline between requests
-("masks ms", every client's pairwise streams, one client after another here), the
-complete-retraining latency in the same model (a fresh fit, ``server_update="retrain"``), and both
-speed-ups. The geometric mean of the
-speed-ups over shapes closes the table.
+Per shape: loss ratios (federated objective of [MUFC] Def. 3.1 over the best of n_init k-means++
+runs) of MUFC, K-FED and DC-KM as mean +/- std over seeds, plus MUFC's centralized objective
+([MUFC] eq. (1), each point to its nearest server center) over the same reference; for MUFC, the
+median modeled latency of single random removals in exact mode (slowest client + server, the model
+of [MUFC] Section 6) and in lazy mode (the measurement of [MUFC] Table 1), the median in-process
+wall time of a whole removal round (all clients re-sending; "wall ms") and of the next round's
+masks, generated offline between requests ("masks ms", every client's pairwise streams, one client
+after another here), the complete-retraining latency in the same model (a fresh fit,
+``server_update="retrain"``), and both speed-ups. The geometric mean of the speed-ups over shapes
+closes the table.
 """
 import argparse
 import time

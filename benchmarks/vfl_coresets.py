@@ -1,26 +1,26 @@
-"""Reproduce Table 1 of the VFL coreset paper (VRLR and VKMC at the YearPredictionMSD shape).
+"""Reproduce [VFLC] Table 1 (VRLR and VKMC at the YearPredictionMSD shape).
 
     python benchmarks/vfl_coresets.py                        # full shape, 20 seeds (~20-30 min)
     python benchmarks/vfl_coresets.py --n 100000 --seeds 5   # quicker
 
 Data. YearPredictionMSD itself is not bundled, so a synthetic stand-in of the same shape is used:
 n = 515,345 rows, d = 90 features, T = 3 parties of 30 features, k = 10. Rows come from 10 Gaussian
-clusters with geometric sizes (weights 0.6^i: the largest holds 40% of the rows, the smallest
-0.4%), each row's offset from its center scaled by |t_3| (heavy tails, as audio timbre features
-have), and every feature standardized (mean 0, std 1) as the paper does for VKMC. For VRLR the
-labels are ``X theta* + noise`` (noise variance 3 |X theta*|^2 / n: R^2 = 0.25), split into
-463,715 training and 51,630 test rows, ``lambda = 0.1 n_train``. scikit-learn's bundled real data
-sets where they fit: digits (k-means, k = 10, T = 2 parties of 32 pixels) and diabetes (linear
-regression, T = 2 parties of 5 features, training loss as in the paper's App. A.4).
+clusters with geometric sizes (weights 0.6^i: the largest holds 40% of the rows, the smallest 0.4%),
+each row's offset from its center scaled by |t_3| (heavy tails, as audio timbre features have), and
+every feature standardized (mean 0, std 1) as [VFLC] Section 6 does for VKMC. For VRLR the labels
+are ``X theta* + noise`` (noise variance 3 |X theta*|^2 / n: R^2 = 0.25), split into 463,715
+training and 51,630 test rows, ``lambda = 0.1 n_train``. scikit-learn's bundled real data sets where
+they fit: digits (k-means, k = 10, T = 2 parties of 32 pixels) and diabetes (linear regression,
+T = 2 parties of 5 features, training loss as in [VFLC] Appendix A.4).
 
-Methods (Table 1): Central / KMeans on all rows; C-X and U-X run X on a VKMC / VRLR coreset or a
-uniform sample of size m; DistDim (Ding et al.) on all rows or on a coreset. Every k-means run of
-Table 1 is ``fedcore.KMeans(k, n_init=10)``; a second table runs, on the same samples, k-means with
-40 restarts and Lloyd started from the central centers (which isolates the sampling error from the
-lottery of local optima). Costs are on the full training data (VKMC) or test loss (VRLR),
-mean +/- std over ``--seeds`` seeds; communication in elements (floats or ids) with the coreset
-construction's share in parentheses. The empirical epsilon table gives, for each m, the max over
-200 random center sets plus the central solution of |cost(S, C) / cost(X, C) - 1| (mean over
+Methods ([VFLC] Table 1): Central / KMeans on all rows; C-X and U-X run X on a VKMC / VRLR coreset
+or a uniform sample of size m; DistDim ([DistDim]) on all rows or on a coreset. Every k-means run of
+[VFLC] Table 1 is ``fedcore.KMeans(k, n_init=10)``; a second table runs, on the same samples,
+k-means with 40 restarts and Lloyd started from the central centers (which isolates the sampling
+error from the lottery of local optima). Costs are on the full training data (VKMC) or test loss
+(VRLR), mean +/- std over ``--seeds`` seeds; communication in elements (floats or ids) with the
+coreset construction's share in parentheses. The empirical epsilon table gives, for each m, the max
+over 200 random center sets plus the central solution of |cost(S, C) / cost(X, C) - 1| (mean over
 seeds). Timings are wall-clock seconds on a shared machine: read them as upper bounds.
 """
 import argparse

@@ -1,8 +1,9 @@
 """asv benchmarks: vertical coresets (DIS, VKMC, VRLR), DistDim and vertical ridge solvers.
 
 Every ``setup`` warms the kernels on tiny data first, so compile time never lands in a timing.
-Shapes follow the VFL coreset paper's YearPredictionMSD experiment (d = 90, T = 3 parties of 30
-features, k = 10) on a synthetic stand-in. SAGA runs a fixed number of epochs (``tol=0``).
+Shapes follow the YearPredictionMSD experiment of [VFLC] Section 6 (d = 90, T = 3 parties of 30
+features, k = 10) on a synthetic stand-in. SAGA ([SAGA]) runs a fixed number of epochs
+(``tol=0``).
 """
 import numpy as np
 

@@ -34,7 +34,8 @@ def _federation(n_clients, n_per_client, d, k, dtype="float64"):
 
 
 class FeCAFit:
-    """FeCA end to end (client Lloyd, Alg. 2-4 on every client, Alg. 5 on the server)."""
+    """FeCA end to end (client Lloyd, [FeCA] Alg. 2-4 on every client, [FeCA] Alg. 5 on the
+    server)."""
 
     params = ([10, 100], [10_000], [50], [20], ["float64", "float32"], [1, None])
     param_names = ["n_clients", "n_per_client", "d", "k", "dtype", "n_jobs"]
@@ -62,7 +63,7 @@ class FeCAFit:
 
 
 class ServerAggregation:
-    """Alg. 5 alone on M * k received centroids."""
+    """[FeCA] Alg. 5 alone on M * k received centroids."""
 
     params = ([100, 1000], [20], [50])
     param_names = ["n_clients", "k", "d"]

@@ -92,7 +92,7 @@ def _server_points(d, k):
 
 class ServerRestarts:
     """MUFC's server clustering: KMeans(n_init=10) on ~500 weighted points (occupied bins), at
-    the Gaussian (d = 10, k = 10) and FEMNIST (d = 784, k = 62) shapes of the MUFC paper; the
+    the Gaussian (d = 10, k = 10) and FEMNIST (d = 784, k = 62) shapes of [MUFC] Appendix M; the
     large one screens centers with BLAS and runs restarts concurrently."""
     params = ([(10, 10), (784, 62)],)
     param_names = ["d_k"]

@@ -108,7 +108,7 @@ class SCMAProtocol:
     track_message_bits.unit = "bits"
 
     def track_message_bits_over_paper_bound(self, K):
-        # paper: 2 K L ceil(log2 p') bits with p' >= B**d
+        # [MUFC] Appendix C: 2 K L ceil(log2 p') bits with p' >= B**d
         t = K * self.L
         return self.setup_.message_bits / (2 * t * int(np.ceil(self.d * np.log2(self.B))))
 

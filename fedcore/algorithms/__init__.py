@@ -2,10 +2,10 @@
 
 - :mod:`.kmeans`: centralised k-means++ seeding and weighted Lloyd, the core every method uses.
 - :mod:`.mufc`: [MUFC] federated k-means with SCMA and exact unlearning.
-- :mod:`.vfl`: [VFL-Coreset] vertical coresets, ridge regression and DistDim.
+- :mod:`.vfl`: [VFLC] vertical coresets, ridge regression and DistDim ([DistDim]).
 - :mod:`.f3km`: [F3KM] coordinate-descent k-means and fair k-means.
 - :mod:`.feca`: [FeCA] one-shot federated centroid aggregation.
-- :mod:`.baselines`: k-FED, DC-k-means, Match Averaging and FFCM.
+- :mod:`.baselines`: k-FED [KFED], DC-k-means [DCKM], Match Averaging [MAvg] and FFCM [FFCM].
 - :mod:`.base` (the estimator contract) and :mod:`.clients` (the client side shared by the
   one-shot horizontal methods).
 """

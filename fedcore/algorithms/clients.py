@@ -84,11 +84,11 @@ def client_seeds(rng, n_clients):
 
 def client_kmeans(X, n_clusters, *, init="k-means++", n_init=1, max_iter=300, tol=1e-4,
                   random_state=None, n_local_trials="auto"):
-    """Lloyd's k-means on one client (FeCA Alg. 2 line 2). Returns ``(centers float64, labels)``.
+    """Lloyd's k-means on one client ([FeCA] Alg. 2 line 2). Returns ``(centers float64, labels)``.
 
     ``init="k-means++"`` seeds by k-means++ (:class:`fedcore.KMeans`) with ``n_local_trials``
     candidates per center: "auto" (default) is greedy k-means++ with ``2 + floor(ln k)``
-    candidates, the seeding of scikit-learn's ``KMeans``, which the FeCA paper's clients ran; None
+    candidates, the seeding of scikit-learn's ``KMeans``, which the clients of [FeCA] ran; None
     or 1 is vanilla k-means++. ``init="random"`` starts from ``n_clusters`` distinct rows drawn
     uniformly (Forgy), which lands in local solutions far more often; ``n_local_trials`` plays no
     part then. With ``n_init > 1`` the lowest inertia wins.

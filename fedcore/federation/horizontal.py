@@ -162,12 +162,12 @@ def partition(X, n_clients, scheme="iid", *, labels=None, clusters_per_client=No
     ``"iid"``
         A uniformly random split into ``n_clients`` near-equal parts.
     ``"noniid"``
-        MUFC Appendix M (after Dennis et al. 2021): each client holds points of at most
+        [MUFC] Appendix M (after [KFED]): each client holds points of at most
         ``clusters_per_client`` true clusters (``labels``). Every label is given to at least one
         client (so no point is dropped), the remaining slots are random; each label's points are
         split evenly among its clients.
     ``"dirichlet"``
-        Label skew (Hsu et al. 2019): for each label, client shares ~ Dirichlet(alpha). Shares are
+        Label skew ([Dirichlet]): for each label, client shares ~ Dirichlet(alpha). Shares are
         redrawn (up to 100 times) until no client is empty.
 
     Every point lands on exactly one client and no client is empty; when that is impossible the

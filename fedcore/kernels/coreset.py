@@ -18,7 +18,7 @@ __all__ = ["cluster_cost_sums", "vkmc_sensitivities", "sample_sorted", "saga_epo
 
 @chunked_kernel
 def cluster_cost_sums(labels, distances, costs, sizes):
-    """Per-cluster cost and size of a party's local clustering (Alg. 3 lines 5-10).
+    """Per-cluster cost and size of a party's local clustering ([VFLC] Alg. 3 lines 5-10).
 
     IN ``labels`` int64 (n,) in [0, k); ``distances`` float64 (n,) squared distance of each row to
     its local center. OUT ``costs`` float64 (k,) ``sum_{i in B_l} d_i^2``; ``sizes`` int64 (k,)
@@ -49,7 +49,7 @@ def cluster_cost_sums(labels, distances, costs, sizes):
 
 @chunked_kernel
 def vkmc_sensitivities(labels, distances, costs, sizes, total_cost, alpha, out):
-    """Local sensitivities of Alg. 3 line 12 for one party.
+    """Local sensitivities of [VFLC] Alg. 3 line 12 for one party.
 
     IN ``labels`` int64 (n,); ``distances`` float64 (n,); ``costs`` float64 (k,) and ``sizes``
     int64 (k,) from :func:`cluster_cost_sums`; ``total_cost`` float ``cost^(j)``; ``alpha`` float.
@@ -103,7 +103,7 @@ def sample_sorted(values, sums, uniforms, out):
     running sums are fixed sequences and the targets are sorted, the walk never moves back, so the
     cost is O(n_chunks + m + rows of the chunks visited). Scores drawn this way and scattered back
     to the uniforms' original order are i.i.d. draws with probability ``values[i] / sum(values)``
-    (sampling with replacement, Alg. 1 lines 5 and 7).
+    (sampling with replacement, [VFLC] Alg. 1 lines 5 and 7).
     """
     n = values.shape[0]
     n_chunks = sums.shape[0]
@@ -157,7 +157,7 @@ def sample_sorted(values, sums, uniforms, out):
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def saga_epoch(X, y, edges, order, probabilities, theta, memory, grad_avg, step, reg):
-    """One epoch of vertical SAGA (Defazio et al. 2014) on ``sum_i p_i h_i``.
+    """One epoch of vertical SAGA ([SAGA]) on ``sum_i p_i h_i``.
 
     ``h_i(theta) = (x_i . theta - y_i)^2 + reg |theta|^2``; with ``p_i = w_i / sum(w)`` and
     ``reg = lambda / sum(w)`` the minimizer is that of the weighted ridge objective.
@@ -221,7 +221,7 @@ def gram_matrix(A, out):
 
 @chunked_kernel
 def projected_sq_norms(A, M, offset, out):
-    """Row leverages ``||A_i M||^2 + offset`` (Alg. 2 line 4 with ``M = V S^-1``).
+    """Row leverages ``||A_i M||^2 + offset`` ([VFLC] Alg. 2 line 4 with ``M = V S^-1``).
 
     IN ``A`` float32/float64 (n, d); ``M`` float64 (d, r) mapping rows of ``A`` to coordinates in an
     orthonormal basis of its column space; ``offset`` float (``1/n``). OUT ``out`` float64 (n,).

@@ -1,5 +1,5 @@
-"""FeCA kernels (FeCA paper): per-cluster statistics of a client's solution, and the server's
-greedy grouping of client centroids into balls (Alg. 5)."""
+"""FeCA kernels ([FeCA]): per-cluster statistics of a client's solution, and the server's
+greedy grouping of client centroids into balls ([FeCA] Alg. 5)."""
 import numpy as np
 from numba import njit, prange
 
@@ -10,13 +10,14 @@ __all__ = ["cluster_statistics", "greedy_ball_groups"]
 
 @njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
 def cluster_statistics(X, labels, centers, counts, sums, costs, max_sq):
-    """Per-cluster statistics of a client's Lloyd solution (inputs of Alg. 2, 3 and 4).
+    """Per-cluster statistics of a client's Lloyd solution (inputs of [FeCA] Alg. 2, 3 and 4).
 
     IN ``X`` float32/float64 (n, d); ``labels`` int64 (n,) in [0, k); ``centers`` float64 (k, d).
     OUT ``counts`` float64 (k,) points per cluster; ``sums`` float64 (k, d) coordinate sums;
     ``costs`` float64 (k,) the cluster cost ``G_i = sum ||x - c_i||^2`` about the centroid ``c_i``
-    (eq. (3)); ``max_sq`` float64 (k,) the largest squared distance ``||x - c_i||^2`` in the
-    cluster (``r'_i ** 2`` of Alg. 3 line 3 and Alg. 4 line 2; 0 for an empty cluster).
+    ([FeCA] eq. (3)); ``max_sq`` float64 (k,) the largest squared distance ``||x - c_i||^2`` in
+    the cluster (``r'_i ** 2`` of [FeCA] Alg. 3 line 3 and [FeCA] Alg. 4 line 2; 0 for an empty
+    cluster).
 
     Rows are processed in fixed chunks of ``CHUNK_SIZE`` with per-chunk partials merged in chunk
     order, so the results are bit-identical for any thread count.
@@ -57,10 +58,10 @@ def cluster_statistics(X, labels, centers, counts, sums, costs, max_sq):
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def greedy_ball_groups(centers, radii, order, groups):
-    """Greedy grouping of Alg. 5 lines 2-8: balls around centroids in priority order.
+    """Greedy grouping of [FeCA] Alg. 5 lines 2-8: balls around centroids in priority order.
 
     IN ``centers`` float64 (N, d); ``radii`` float64 (N,); ``order`` int64 (N,), a permutation of
-    ``0..N-1`` giving the picking priority (Alg. 5 line 4: largest radius first).
+    ``0..N-1`` giving the picking priority ([FeCA] Alg. 5 line 4: largest radius first).
     OUT ``groups`` int64 (N,): the group of each centroid, numbered in order of formation.
     Returns the number of groups.
 

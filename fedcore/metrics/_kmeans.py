@@ -8,7 +8,7 @@ __all__ = ["inertia", "federated_inertia", "loss_ratio"]
 
 
 def inertia(X, centers, sample_weight=None):
-    """k-means objective (MUFC eq. (1)): weighted sum of squared distances to the nearest center.
+    """k-means objective ([MUFC] eq. (1)): weighted sum of squared distances to the nearest center.
 
     Examples
     --------
@@ -28,7 +28,7 @@ def inertia(X, centers, sample_weight=None):
 
 
 def federated_inertia(clients, server_centers):
-    """Federated k-means objective (MUFC eq. (2)) with induced global clusters (Def. 3.1).
+    """Federated k-means objective ([MUFC] eq. (2)) with induced global clusters ([MUFC] Def. 3.1).
 
     Parameters
     ----------
@@ -53,11 +53,11 @@ def federated_inertia(clients, server_centers):
 def loss_ratio(objective, X, n_clusters, *, candidate_centers=None, n_init=10, random_state=None):
     """``objective / reference`` with ``reference`` the best k-means objective fedcore can find.
 
-    The reference is the lowest inertia among ``n_init`` k-means++ + Lloyd runs on ``X`` (the MUFC
-    paper's phi*_c approximation) and, when ``candidate_centers`` are given, a Lloyd run started
-    from them; since Lloyd from the candidate never does worse than the candidate's own centralized
-    objective, the ratio of a federated or centralized objective of those centers is >= 1 rather
-    than dipping below 1 because of a weak reference.
+    The reference is the lowest inertia among ``n_init`` k-means++ + Lloyd runs on ``X`` (the
+    phi*_c approximation of [MUFC] Section 6) and, when ``candidate_centers`` are given, a Lloyd
+    run started from them; since Lloyd from the candidate never does worse than the candidate's
+    own centralized objective, the ratio of a federated or centralized objective of those centers
+    is >= 1 rather than dipping below 1 because of a weak reference.
     """
     from ..algorithms.kmeans.lloyd import KMeans
 

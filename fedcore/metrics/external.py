@@ -1,4 +1,4 @@
-"""External metrics: agreement of a clustering with ground truth (FeCA paper, Section 6).
+"""External metrics: agreement of a clustering with ground truth ([FeCA] Section 6).
 
 ``center_distance``
     l2 distance between recovered and true centers after optimal (Hungarian) matching.
@@ -23,18 +23,18 @@ def center_distance(centers, true_centers):
 
         sqrt( sum over matched pairs (s, t) of ||centers[s] - true_centers[t]||^2 ).
 
-    When the counts differ (FeCA can return fewer centers than asked, Appendix E), only
+    When the counts differ (FeCA can return fewer centers than asked, [FeCA] Appendix E), only
     ``min(len(centers), len(true_centers))`` pairs are matched, the best such partial matching, and
     unmatched centers do not count: check the number of centers separately.
 
-    Relation to the FeCA paper. Its Table 1 ("l2-distance x 10^4") reports this quantity on the
-    raw S-sets coordinates (range about 10^6) divided by 10^4; its Tables 5 and 10 ("MSE x 10^6")
-    report the mean squared matched distance on coordinates divided by 10^6, times 10^6, that is
-    ``center_distance ** 2 / k`` in those units. (Checked on the paper's own numbers: FeCA's S1
-    MSE of 6.7, 308.3 and 3315.3 give ``sqrt(15 * MSE * 1e-6) * 1e2`` = 1.0, 6.8 and 22.3, its
-    Table 1 entries.) ``fedcore.datasets.make_s_sets`` uses the S-sets scale, so the paper's unit
-    is ``center_distance(...) / 1e4`` there; on data scaled to the unit square it is
-    ``100 * center_distance(...)``.
+    Relation to [FeCA]: [FeCA] Table 1 ("l2-distance x 10^4") reports this quantity on the raw
+    S-sets coordinates (range about 10^6) divided by 10^4; [FeCA] Tables 5 and 10
+    ("MSE x 10^6") report the mean squared matched distance on coordinates divided by 10^6,
+    times 10^6, that is ``center_distance ** 2 / k`` in those units. (Checked on the numbers of
+    [FeCA]: FeCA's S1 MSE of 6.7, 308.3 and 3315.3 give ``sqrt(15 * MSE * 1e-6) * 1e2`` = 1.0,
+    6.8 and 22.3, the [FeCA] Table 1 entries.) ``fedcore.datasets.make_s_sets`` uses the S-sets
+    scale, so the unit of [FeCA] is ``center_distance(...) / 1e4`` there; on data scaled to the
+    unit square it is ``100 * center_distance(...)``.
 
     Parameters
     ----------

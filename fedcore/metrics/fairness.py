@@ -1,8 +1,9 @@
-"""Fair-clustering metrics of the F3KM paper (Sec. 5.1): SSE, relative error, balance, violation.
+"""Fair-clustering metrics of [F3KM] Section 5.1: SSE, relative error, balance, violation.
 
 Protected groups are given as one categorical array per sensitive attribute (or a list of them);
 every category of every attribute is a group ``l`` with overall proportion ``eta_l``. The default
-bounds are those of the paper: ``alpha_l = eta_l / (1 - delta)``, ``beta_l = eta_l (1 - delta)``.
+bounds are those of [F3KM] Section 5.1: ``alpha_l = eta_l / (1 - delta)``,
+``beta_l = eta_l (1 - delta)``.
 """
 import numpy as np
 
@@ -78,8 +79,8 @@ def _group_counts(labels, codes, k):
 
 
 def fairness_bounds(groups, delta=0.2):
-    """Per-group proportions and the paper's bounds: returns ``(eta, alpha, beta)``, each of shape
-    (L,), groups ordered by attribute then sorted category.
+    """Per-group proportions and the bounds of [F3KM] Section 5.1: returns ``(eta, alpha, beta)``,
+    each of shape (L,), groups ordered by attribute then sorted category.
 
     Examples
     --------
@@ -102,7 +103,8 @@ def fairness_bounds(groups, delta=0.2):
 
 
 def sse(X, labels):
-    """Sum of squared errors of a partition (eq. (1)): each row against the mean of its cluster.
+    """Sum of squared errors of a partition ([F3KM] eq. (1)): each row against the mean of its
+    cluster.
 
     Unlike :func:`fedcore.metrics.inertia`, rows are not reassigned to their nearest center.
 
@@ -122,8 +124,8 @@ def sse(X, labels):
 
 
 def relative_error(X, labels, reference_labels):
-    """``SSE(labels) / SSE(reference_labels)`` (Sec. 5.1; the reference is Lloyd from the same
-    initialization in the paper). Infinite when the reference SSE is 0 and the other is not.
+    """``SSE(labels) / SSE(reference_labels)`` ([F3KM] Section 5.1; the reference is Lloyd from
+    the same initialization there). Infinite when the reference SSE is 0 and the other is not.
 
     Examples
     --------
@@ -138,13 +140,13 @@ def relative_error(X, labels, reference_labels):
 
 
 def balance(labels, groups, n_clusters=None):
-    """Balance of each cluster (Chierichetti et al.; Bera et al.; Sec. 5.1).
+    """Balance of each cluster ([Fairlet]; [FairLP]; [F3KM] Section 5.1).
 
     ``balance(j) = min over groups l of min(eta_l / eta_l(j), eta_l(j) / eta_l)``, with
     ``eta_l(j)`` the share of group ``l`` in cluster ``j``; 0 when some group is absent from the
     cluster, 1 for perfectly proportional clusters, NaN for an empty cluster (no shares to
     compare). With ``alpha``/``beta`` from ``delta``, balance >= 1 - delta in a cluster is the
-    same as satisfying every constraint of eq. (14) there.
+    same as satisfying every constraint of [F3KM] eq. (14) there.
 
     Parameters
     ----------
@@ -180,12 +182,12 @@ def balance(labels, groups, n_clusters=None):
 
 
 def additive_violation(labels, groups, *, delta=0.2, alpha=None, beta=None, n_clusters=None):
-    """Largest additive violation of the fairness constraints (eq. (33); Bera et al.).
+    """Largest additive violation of the fairness constraints ([F3KM] eq. (33); [FairLP]).
 
     ``max over clusters j and groups l of max(0, c_lj - alpha_l n_j, beta_l n_j - c_lj)`` where
     ``c_lj`` counts group ``l`` in cluster ``j`` and ``n_j`` its size: a clustering has
-    lambda-additive violation iff this is <= lambda. ``alpha``/``beta`` default to the paper's
-    ``eta / (1 - delta)`` and ``eta (1 - delta)``.
+    lambda-additive violation iff this is <= lambda. ``alpha``/``beta`` default to the
+    ``eta / (1 - delta)`` and ``eta (1 - delta)`` of [F3KM] Section 5.1.
 
     Examples
     --------

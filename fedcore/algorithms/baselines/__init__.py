@@ -1,4 +1,5 @@
-"""The baselines the papers compare with: k-FED, DC-k-means, Match Averaging and FFCM."""
+"""The baselines [MUFC] and [FeCA] compare with: k-FED ([KFED]), DC-k-means ([DCKM]), Match
+Averaging ([MAvg]) and FFCM ([FFCM])."""
 from .dckmeans import DCKMeans
 from .ffcm import FFCM, FFCMResult, fcm_statistics, ffcm, fuzzy_c_means
 from .kfed import KFed, KFedResult, farthest_point_init, kfed

@@ -1,5 +1,5 @@
-"""FFCM: federated fuzzy c-means (Stallmann & Wilbik, "Towards Federated Clustering: A Federated
-Fuzzy c-Means Algorithm (FFCM)", 2022), a round-based baseline of the FeCA paper.
+"""FFCM: federated fuzzy c-means ([FFCM]: Stallmann & Wilbik, "Towards Federated Clustering: A
+Federated Fuzzy c-Means Algorithm (FFCM)", 2022), a round-based baseline of [FeCA].
 
 Every round the server broadcasts the global centers; each client runs fuzzy c-means from them on
 its data and returns its local centers with their fuzzy weights ``sum_i u_ij^m``; the server
@@ -194,9 +194,9 @@ def ffcm(federation, n_clusters, *, version=1, n_rounds=10, fuzziness=2.0, max_i
 
 
 class FFCM(BaseEstimator):
-    """Federated fuzzy c-means (Stallmann & Wilbik 2022), ``version=1`` or ``version=2``.
+    """Federated fuzzy c-means ([FFCM]), ``version=1`` or ``version=2``.
 
-    Round 0 (initialization, where the FFCM paper leaves the choice open): each client sends the
+    Round 0 (initialization, where [FFCM] leaves the choice open): each client sends the
     centroids of one k-means run on its data (``min(n_clusters, n_l)`` of them, greedy k-means++
     seeding as :func:`~fedcore.algorithms.feca.client_kmeans`); the server seeds the
     ``n_clusters`` global centers by k-means++ over all of them. Rounds ``1..n_rounds``: the

@@ -1,5 +1,5 @@
-"""k-FED: one-shot federated k-means (Dennis, Li & Smith, "Heterogeneity for the Win: One-Shot
-Federated Clustering", ICML 2021).
+"""k-FED: one-shot federated k-means ([KFED]: Dennis, Li & Smith, "Heterogeneity for the Win:
+One-Shot Federated Clustering", ICML 2021).
 
 Each client clusters its data into ``client_clusters`` (``k'``) centers and sends them once. The
 server starts from the centers of one client chosen at random, adds farthest points among all
@@ -86,7 +86,7 @@ def kfed(federation, n_clusters, *, client_clusters=None, n_init=1, max_iter=300
 
 
 class KFed(BaseEstimator):
-    """k-FED (Dennis et al. 2021): one-shot federated k-means for heterogeneous clients.
+    """k-FED ([KFED]): one-shot federated k-means for heterogeneous clients.
 
     Each client runs k-means with ``client_clusters`` centers and sends them (one round). The
     server picks one client uniformly at random, starts from its centers, adds the received center

@@ -1,5 +1,5 @@
-"""Match Averaging (M-Avg): one-shot federated k-means by matching client centroid sets (the
-baseline of the FeCA paper, Section 6).
+"""Match Averaging (M-Avg, [MAvg]): one-shot federated k-means by matching client centroid sets
+(the baseline of [FeCA] Section 6).
 
 Each client runs k-means and sends its centroids once. The server matches every client's set to a
 template with the Hungarian algorithm (minimum total l2 distance) and averages matched centroids.
@@ -98,7 +98,7 @@ def match_averaging(federation, n_clusters, *, client_clusters=None, max_iter=10
 
 
 class MatchAveraging(BaseEstimator):
-    """Match Averaging (M-Avg): match client centroid sets with the Hungarian algorithm, average.
+    """Match Averaging ([MAvg]): match client centroid sets with the Hungarian algorithm, average.
 
     Each client runs k-means with ``client_clusters`` centroids and sends them (one round). The
     server takes the set of one client drawn at random as the template, matches every client's set

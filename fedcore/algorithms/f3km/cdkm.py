@@ -1,10 +1,10 @@
-"""Coordinate-descent k-means: CDKM (Alg. 1), BCDKM (Alg. 2) and DisBCDKM (Alg. 3) of the F3KM paper.
+"""Coordinate-descent k-means: CDKM, BCDKM and DisBCDKM ([F3KM] Alg. 1, 2 and 3).
 
 The pieces are shared with :mod:`fedcore.algorithms.f3km.fair` (F3KM) and with the Flower apps
 (:mod:`fedcore.integrations.flower.f3km`): parties (:mod:`._cd_party`), each holding a block of
 columns, its cached statistics and (optionally) protected groups, and a server
-(:mod:`._cd_server`) that sums their objectives (eq. (18)) and makes every decision. One party
-with all columns is the single-machine case and runs whole sweeps inside one kernel
+(:mod:`._cd_server`) that sums their objectives ([F3KM] eq. (18)) and makes every decision. One
+party with all columns is the single-machine case and runs whole sweeps inside one kernel
 (:func:`fedcore.kernels.cd.kmeans.bcd_sweep`); several parties (a ``VerticalFederation``) run the
 same kernels range by range, every message recorded in a :class:`~fedcore.federation.CommLedger`.
 """
@@ -42,7 +42,7 @@ def _check_data(X):
 
 
 def _initial_labels(arrays, fed, k, rng):
-    """k-means++ seeding (Alg. 1-4 line 1) and the nearest-seed labels, on the joined rows.
+    """k-means++ seeding ([F3KM] Alg. 1-4 line 1) and the nearest-seed labels, on the joined rows.
 
     Returns ``(labels, rows)``: the seeds are rows ``rows`` of the data.
     """
@@ -78,7 +78,7 @@ def join_blocks(blocks, sse_parts):
 
 
 def bcd_kmeans(X, n_clusters, *, block_size="auto", max_iter=300, random_state=None):
-    """BCDKM (Alg. 2) on an array, or DisBCDKM (Alg. 3) on a ``VerticalFederation``.
+    """BCDKM ([F3KM] Alg. 2) on an array, or DisBCDKM ([F3KM] Alg. 3) on a ``VerticalFederation``.
 
     Returns a dict with ``labels``, ``centers``, ``inertia``, ``n_iter``, ``objective_history``,
     ``n_ranges`` and ``comm`` (a ``CommLedger``, or None for an array). See :class:`BCDKM`.
@@ -132,35 +132,37 @@ def _store_bcd_result(estimator, result):
 
 
 class BCDKM(BaseEstimator):
-    """Block coordinate descent k-means (BCDKM, Alg. 2); DisBCDKM (Alg. 3) on a federation.
+    """Block coordinate descent k-means (BCDKM, [F3KM] Alg. 2); DisBCDKM ([F3KM] Alg. 3) on a
+    federation.
 
     k-means++ seeds the indicator matrix (each row labelled by its nearest seed), then sweeps run
     over blocks of ``block_size`` consecutive rows until a sweep changes no label or ``max_iter``
-    sweeps. Within a block every row is evaluated against the same cached statistics (eq. (9)),
-    then the block's rows move together (eq. (10)) and the statistics are updated incrementally
-    (eq. (11)); blocks follow one another in row order. ``block_size=1`` is CDKM (Alg. 1).
+    sweeps. Within a block every row is evaluated against the same cached statistics
+    ([F3KM] eq. (9)), then the block's rows move together ([F3KM] eq. (10)) and the statistics are
+    updated incrementally ([F3KM] eq. (11)); blocks follow one another in row order.
+    ``block_size=1`` is CDKM ([F3KM] Alg. 1).
 
     ``fit`` takes an array or a :class:`~fedcore.VerticalFederation`. On a federation each party
-    computes eq. (17) on its own columns, the server sums them (eq. (18)) and sends back the
-    block's labels, and each party updates its statistics by eq. (19): the labels equal those of
-    the single-machine fit for the same seed, and ``comm_`` records the rounds (one per evaluated
-    block per sweep, plus ``n_clusters + 1`` for the initialization).
+    computes [F3KM] eq. (17) on its own columns, the server sums them ([F3KM] eq. (18)) and sends
+    back the block's labels, and each party updates its statistics by [F3KM] eq. (19): the labels
+    equal those of the single-machine fit for the same seed, and ``comm_`` records the rounds (one
+    per evaluated block per sweep, plus ``n_clusters + 1`` for the initialization).
 
-    Choices where the paper is silent (tested): a row alone in its cluster never moves and a
+    Choices where [F3KM] is silent (tested): a row alone in its cluster never moves and a
     block's moves never empty a cluster (the later leaver stays); a row moves only when another
     cluster beats its own by more than a rounding allowance (1e-9 of the objective scale), to the
     lowest-index such cluster; if a block's moves together do not lower the objective, the block is
-    split in two halves, processed in order (a Jacobi step can raise eq. (4); the split keeps
-    every sweep monotone and reduces to CDKM in the worst case). Each extra half costs one round
-    on a federation. The seeding runs on the joined rows (simulated; the ledger records what a
-    vertical k-means++ would send). The same fit runs with one Flower node per party, the seeding
-    then truly vertical: :func:`fedcore.integrations.flower.f3km.bcdkm_apps`.
+    split in two halves, processed in order (a Jacobi step can raise [F3KM] eq. (4); the split
+    keeps every sweep monotone and reduces to CDKM in the worst case). Each extra half costs one
+    round on a federation. The seeding runs on the joined rows (simulated; the ledger records what
+    a vertical k-means++ would send). The same fit runs with one Flower node per party, the
+    seeding then truly vertical: :func:`fedcore.integrations.flower.f3km.bcdkm_apps`.
 
     Parameters
     ----------
     n_clusters : int, default=8
     block_size : int or "auto", default="auto"
-        Rows per block n_b; "auto" is ceil(n / 4), the paper's recommendation (Sec. 5.3.1).
+        Rows per block n_b; "auto" is ceil(n / 4), the recommendation of [F3KM] Section 5.3.1.
     max_iter : int, default=300
         Maximum number of sweeps.
     random_state : None, int or numpy.random.Generator
@@ -172,7 +174,7 @@ class BCDKM(BaseEstimator):
     cluster_centers_ : ndarray of shape (n_clusters, n_features)
         Cluster means; an empty cluster (only possible with fewer distinct rows than clusters)
         keeps its k-means++ seed.
-    inertia_ : float, SSE of the partition (eq. (1)), recomputed exactly from the labels
+    inertia_ : float, SSE of the partition ([F3KM] eq. (1)), recomputed exactly from the labels
     n_iter_ : int, sweeps run
     objective_history_ : ndarray of shape (n_iter_ + 1,)
         SSE after the seeding and after each sweep, from the cached statistics.
@@ -224,11 +226,11 @@ class BCDKM(BaseEstimator):
 
 
 class CDKM(BCDKM):
-    """Coordinate descent k-means (Nie et al. 2021; F3KM paper Alg. 1): BCDKM with blocks of one row.
+    """Coordinate descent k-means ([CDKM]; [F3KM] Alg. 1): BCDKM with blocks of one row.
 
-    Each row in turn moves to the cluster that lowers eq. (4) most (eq. (9)-(10)), and the cached
-    statistics follow by eq. (11). A sweep never increases the SSE. See :class:`BCDKM` for the
-    attributes and the federated fit (one round per row and sweep).
+    Each row in turn moves to the cluster that lowers [F3KM] eq. (4) most ([F3KM] eqs. (9)-(10)),
+    and the cached statistics follow by [F3KM] eq. (11). A sweep never increases the SSE. See
+    :class:`BCDKM` for the attributes and the federated fit (one round per row and sweep).
 
     Parameters
     ----------

@@ -1,9 +1,11 @@
-"""Fair k-means: F3KM (ADMM on the augmented Lagrangian, Alg. 4/5); Fair-LP in :mod:`.fair_lp`.
+"""Fair k-means: F3KM (ADMM on the augmented Lagrangian, [F3KM] Alg. 4/5); Fair-LP in
+:mod:`.fair_lp`.
 
-F3KM solves eq. (20): minimize the k-means objective subject to ``beta_l <= p_l^T f_j / f_j^T f_j
-<= alpha_l`` for every cluster ``j`` and protected group ``l``, by ADMM on eq. (24): the F-step is a
-BCD sweep on the Lagrangian (eqs. (26)-(30), kernels in :mod:`fedcore.kernels.cd.kmeans`), then
-Theta by eq. (31) and U by eq. (32). The parties' steps are in :mod:`._cd_party`, the server's in
+F3KM solves [F3KM] eq. (20): minimize the k-means objective subject to
+``beta_l <= p_l^T f_j / f_j^T f_j <= alpha_l`` for every cluster ``j`` and protected group ``l``,
+by ADMM on [F3KM] eq. (24): the F-step is a BCD sweep on the Lagrangian ([F3KM] eqs. (26)-(30),
+kernels in :mod:`fedcore.kernels.cd.kmeans`), then Theta by [F3KM] eq. (31) and U by
+[F3KM] eq. (32). The parties' steps are in :mod:`._cd_party`, the server's in
 :mod:`._cd_server`; the Flower apps (:mod:`fedcore.integrations.flower.f3km`) run the same ones.
 """
 import numpy as np
@@ -57,8 +59,8 @@ def check_fair_params(delta, rho, rho_schedule, violation, max_iter, tol):
 
 
 def group_bounds(eta, delta, alpha=None, beta=None):
-    """``(alpha, beta)`` of eq. (20) for groups with shares ``eta``: ``eta / (1 - delta)`` and
-    ``eta (1 - delta)`` (Sec. 5.1) unless given explicitly (one entry per group)."""
+    """``(alpha, beta)`` of [F3KM] eq. (20) for groups with shares ``eta``: ``eta / (1 - delta)``
+    and ``eta (1 - delta)`` ([F3KM] Section 5.1) unless given explicitly (one entry per group)."""
     L = eta.shape[0]
     alpha_all = eta / (1.0 - delta) if alpha is None else check_fairness_bounds(alpha, "alpha", L)
     beta_all = eta * (1.0 - delta) if beta is None else check_fairness_bounds(beta, "beta", L)
@@ -109,34 +111,37 @@ def fair_kmeans(X, n_clusters, groups=None, *, delta=0.2, alpha=None, beta=None,
 
 
 class FairKMeans(BaseEstimator):
-    """F3KM: federated, fair and fast k-means (Zhu et al. 2023, Alg. 4/5).
+    """F3KM: federated, fair and fast k-means ([F3KM] Alg. 4/5).
 
-    Minimizes the k-means objective subject to the fairness constraints of Bera et al. (eq. (14)):
-    in every cluster the share of every protected group ``l`` lies in ``[beta_l, alpha_l]``.
-    ADMM on the augmented Lagrangian (24): each iteration ``t`` runs one BCD sweep on the
-    Lagrangian with Theta and U fixed (eqs. (27)-(29); blocks as in :class:`BCDKM`), then
-    Theta by eq. (31) and U by eq. (32) with penalty ``rho_t``.
+    Minimizes the k-means objective subject to the fairness constraints of [FairLP]
+    ([F3KM] eq. (14)): in every cluster the share of every protected group ``l`` lies in
+    ``[beta_l, alpha_l]``. ADMM on the augmented Lagrangian ([F3KM] eq. (24)): each iteration ``t``
+    runs one BCD sweep on the Lagrangian with Theta and U fixed ([F3KM] eqs. (27)-(29); blocks as
+    in :class:`BCDKM`), then Theta by [F3KM] eq. (31) and U by [F3KM] eq. (32) with penalty
+    ``rho_t``.
 
     ``fit(X, groups)`` takes an array and one categorical array per sensitive attribute (the color
-    matrix P of Fig. 3 is built internally), or ``fit(vfed)`` a ``VerticalFederation`` whose
-    parties may hold different sensitive attributes, several, or none (Sec. 4.2.1): each party
-    keeps its own Theta_h and U_h, the server sums the parties' objectives, and ``comm_`` records
-    the rounds (b per sweep plus one for Theta/U, plus the initialization; Theorem 1). The same
-    fit runs with one Flower node per party: :func:`fedcore.integrations.flower.f3km.fair_kmeans_apps`.
+    matrix P of [F3KM] Fig. 3 is built internally), or ``fit(vfed)`` a ``VerticalFederation`` whose
+    parties may hold different sensitive attributes, several, or none ([F3KM] Section 4.2.1): each
+    party keeps its own Theta_h and U_h, the server sums the parties' objectives, and ``comm_``
+    records the rounds (b per sweep plus one for Theta/U, plus the initialization;
+    [F3KM] Theorem 1). The same fit runs with one Flower node per party:
+    :func:`fedcore.integrations.flower.f3km.fair_kmeans_apps`.
 
-    Choices where the paper is silent (tested):
+    Choices where [F3KM] is silent (tested):
 
-    * The k-means part of eq. (24) is divided by the total sum of squares T of the data (it becomes
-      the fraction of variance left unexplained), i.e. the fairness terms are multiplied by T, so
-      ``rho`` and U are free of the data's units and of n.
-    * Theta is the exact minimizer of eq. (24) over the box, ``clip(ratio - u / rho, beta, alpha)``
-      (as the reference MATLAB code does), initialized at ``clip(ratio, beta, alpha)`` with U = 0.
+    * The k-means part of [F3KM] eq. (24) is divided by the total sum of squares T of the data (it
+      becomes the fraction of variance left unexplained), i.e. the fairness terms are multiplied
+      by T, so ``rho`` and U are free of the data's units and of n.
+    * Theta is the exact minimizer of [F3KM] eq. (24) over the box,
+      ``clip(ratio - u / rho, beta, alpha)`` (as the reference MATLAB code does), initialized at
+      ``clip(ratio, beta, alpha)`` with U = 0.
     * Empty clusters carry no constraint and contribute 0 to the Lagrangian; their Theta and U are
       not updated. Block rules (singletons, no emptied cluster, split of a block that does not
       lower the Lagrangian) are those of :class:`BCDKM`.
-    * Stops after iteration ``t`` when the additive violation (33) is at most ``violation`` and the
-      objective stagnates (no row moved, or the relative SSE change is at most ``tol``), else after
-      ``max_iter`` iterations.
+    * Stops after iteration ``t`` when the additive violation ([F3KM] eq. (33)) is at most
+      ``violation`` and the objective stagnates (no row moved, or the relative SSE change is at
+      most ``tol``), else after ``max_iter`` iterations.
 
     With ``rho=0`` every fairness term vanishes and the labels equal :class:`BCDKM`'s for the same
     seed and block size.
@@ -145,20 +150,21 @@ class FairKMeans(BaseEstimator):
     ----------
     n_clusters : int, default=8
     delta : float in [0, 1), default=0.2
-        ``alpha_l = eta_l / (1 - delta)``, ``beta_l = eta_l (1 - delta)`` (Sec. 5.1), with
+        ``alpha_l = eta_l / (1 - delta)``, ``beta_l = eta_l (1 - delta)`` ([F3KM] Section 5.1), with
         ``eta_l`` the share of group ``l`` in the data.
     alpha, beta : array-like of shape (n_groups,), default=None
         Explicit bounds, groups ordered by party, attribute, then sorted category.
     block_size : int or "auto", default="auto" (ceil(n / 4))
     rho : float >= 0, default=1.0
-        Penalty of eq. (24) on the normalized objective. On the paper's real tables (delta=0.2,
-        k=4) rho=1 gives relative errors close to Fair-LP's with violations within lambda; larger
-        values enforce fairness sooner at a higher SSE (rho=10: every run met the bounds, relative
-        error up to 1.14); 1e3 (the raw-unit value of the reference code) is far too strong here.
+        Penalty of [F3KM] eq. (24) on the normalized objective. On the real tables of [F3KM]
+        (delta=0.2, k=4) rho=1 gives relative errors close to Fair-LP's with violations within
+        lambda; larger values enforce fairness sooner at a higher SSE (rho=10: every run met the
+        bounds, relative error up to 1.14); 1e3 (the raw-unit value of the reference code) is far
+        too strong here.
     rho_schedule : {"sqrt", "constant"}, default="sqrt"
         ``rho_t = rho * sqrt(t)`` (the reference MATLAB code's increasing penalty) or ``rho``.
     violation : float >= 0, default=1
-        lambda of the stopping rule (33).
+        lambda of the stopping rule ([F3KM] eq. (33)).
     max_iter : int, default=100
     tol : float >= 0, default=1e-4
         Relative SSE change below which the objective counts as stagnant.
@@ -167,8 +173,9 @@ class FairKMeans(BaseEstimator):
     Attributes
     ----------
     labels_, cluster_centers_, inertia_ (SSE of the partition), n_iter_, n_features_in_
-    balance_ : ndarray of shape (n_clusters,), balance of each cluster (Sec. 5.1; NaN if empty)
-    violation_ : float, largest additive violation (33) of the result
+    balance_ : ndarray of shape (n_clusters,), balance of each cluster ([F3KM] Section 5.1; NaN if
+        empty)
+    violation_ : float, largest additive violation ([F3KM] eq. (33)) of the result
     objective_history_, violation_history_ : ndarray of shape (n_iter_ + 1,)
     alpha_, beta_ : ndarray of shape (n_groups,), the bounds used
     comm_ : CommLedger (only after fitting a federation)

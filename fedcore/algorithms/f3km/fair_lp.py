@@ -1,7 +1,7 @@
-"""Fair-LP (Bera et al. 2019), the F3KM paper's baseline: fair assignment to fixed centers.
+"""Fair-LP ([FairLP]), the baseline of [F3KM]: fair assignment to fixed centers.
 
 A linear program with ``n_samples * n_clusters`` variables (solved with HiGHS) assigns rows to
-fixed centers under the group-share bounds, then Bera et al.'s iterative rounding makes the
+fixed centers under the group-share bounds, then the iterative rounding of [FairLP] makes the
 assignment integral.
 """
 import math
@@ -69,7 +69,7 @@ def _fair_assignment_lp(D, codes, L, alpha, beta, time_limit):
 
 
 def _iterative_rounding(x, D, codes, n_attributes):
-    """Bera et al.'s iterative rounding. Returns (labels, number of LP rounds, rows rounded by
+    """The iterative rounding of [FairLP]. Returns (labels, number of LP rounds, rows rounded by
     the argmax fallback).
 
     Rows already integral are fixed. On the fractional rows, an LP keeps each row's assignment
@@ -140,11 +140,12 @@ def _iterative_rounding(x, D, codes, n_attributes):
 
 
 class FairLP(BaseEstimator):
-    """Fair-LP (Bera et al., "Fair algorithms for clustering", NeurIPS 2019): the paper's baseline.
+    """Fair-LP ([FairLP]: Bera et al., "Fair algorithms for clustering", NeurIPS 2019): the
+    baseline of [F3KM].
 
     From fixed centers (given, or k-means++ then Lloyd), solve the fair assignment LP with
-    ``n_samples * n_clusters`` variables (scipy's HiGHS), then round it by Bera et al.'s iterative
-    rounding, which guarantees an additive violation of at most ``4 Delta + 3`` (``Delta`` =
+    ``n_samples * n_clusters`` variables (scipy's HiGHS), then round it by the iterative rounding
+    of [FairLP], which guarantees an additive violation of at most ``4 Delta + 3`` (``Delta`` =
     number of attributes + 1) and in practice is small. The rounded assignment is reported as is:
     its SSE against its own cluster means (``inertia_``, comparable with :class:`FairKMeans`), its
     cost against the fixed centers (``assignment_cost_``), the LP optimum (``lp_cost_``), the

@@ -1,16 +1,19 @@
-"""Party side of DisBCDKM (Alg. 3) and F3KM (Alg. 5): what one party computes on its own columns.
+"""Party side of DisBCDKM ([F3KM] Alg. 3) and F3KM ([F3KM] Alg. 5): what one party computes on its
+own columns.
 
 A :class:`CDParty` holds one party's feature block ``X_h``, its protected groups (color matrix
-``P_h``), the cached statistics of Alg. 3 line 3 / Alg. 5 line 2, and Theta_h, U_h. Every method
-is one step of the client side of Alg. 5 and touches nothing but the party's own state:
+``P_h``), the cached statistics of [F3KM] Alg. 3 line 3 / [F3KM] Alg. 5 line 2, and Theta_h, U_h.
+Every method is one step of the client side of [F3KM] Alg. 5 and touches nothing but the party's
+own state:
 
-``init_statistics``                      Alg. 5 line 2 ("Initialization")
-``prepare_objectives`` + ``add_row_objectives``   eq. (17) / (27)-(28) ("ComputeObj", lines 4-6)
-``move_change``                          the party's part of the change of eq. (24) under a
-                                         block's proposed moves (block split rule, see BCDKM)
-``apply_moves``                          eqs. (19) and (30) ("Update_F", lines 7-9)
-``update_dual``                          eqs. (31) and (32) ("UpdateParams", lines 10-12)
-``violation``, ``explained``             the party's parts of eq. (33) and of the SSE
+``init_statistics``                      [F3KM] Alg. 5 line 2 ("Initialization")
+``prepare_objectives`` + ``add_row_objectives``
+                                         [F3KM] eq. (17) / (27)-(28) ("ComputeObj", lines 4-6)
+``move_change``                          the party's part of the change of [F3KM] eq. (24) under
+                                         a block's proposed moves (block split rule, see BCDKM)
+``apply_moves``                          [F3KM] eqs. (19) and (30) ("Update_F", lines 7-9)
+``update_dual``                          [F3KM] eqs. (31) and (32) ("UpdateParams", lines 10-12)
+``violation``, ``explained``             the party's parts of [F3KM] eq. (33) and of the SSE
 
 The server side (sums over parties, the choice of labels, block rules, the ADMM schedule) lives in
 :mod:`fedcore.algorithms.f3km.server`; in one process :class:`LocalParties` calls the parties
@@ -31,7 +34,8 @@ def encode_party_groups(attributes, n):
 
     ``attributes``: None, an empty list, one categorical array of shape (n,) or a list of them.
     ``codes`` int64 (n, A) holds a party-local group index per attribute (None without
-    attributes), ``eta`` float64 (n_groups,) the share of each group in the data (Sec. 5.1).
+    attributes), ``eta`` float64 (n_groups,) the share of each group in the data
+    ([F3KM] Section 5.1).
     """
     if attributes is None or (isinstance(attributes, list) and len(attributes) == 0):
         return None, 0, np.zeros(0)
@@ -44,7 +48,8 @@ def encode_party_groups(attributes, n):
 
 
 def update_dual(party, alpha, beta, rho):
-    """Eq. (31) (Theta: the exact box-constrained minimizer, a clip to [beta, alpha]) and eq. (32).
+    """[F3KM] eq. (31) (Theta: the exact box-constrained minimizer, a clip to [beta, alpha]) and
+    [F3KM] eq. (32).
 
     ``party`` needs ``n_groups``, ``counts``, ``group_counts``, ``theta`` and ``u``; Theta and U of
     empty clusters are left as they are.
@@ -71,7 +76,7 @@ def tolerance_part(u, rho):
 
 
 def final_center_block(X, labels, k, seed_rows):
-    """One party's block of the final centers and its part of the SSE (eq. (1)).
+    """One party's block of the final centers and its part of the SSE ([F3KM] eq. (1)).
 
     Cluster means of the party's columns; an empty cluster keeps its k-means++ seed
     ``X[seed_rows[m]]``. Returns ``(block float64 (k, d_h), sse part, counts int64 (k,))``.
@@ -88,7 +93,8 @@ def final_center_block(X, labels, k, seed_rows):
 
 
 class CDParty:
-    """One party's columns, protected groups, cached statistics and Theta_h, U_h (Alg. 5 line 2).
+    """One party's columns, protected groups, cached statistics and Theta_h, U_h ([F3KM] Alg. 5
+    line 2).
 
     Parameters
     ----------
@@ -98,7 +104,8 @@ class CDParty:
         (in one process all parties share the server's array; a node keeps its own copy)
     codes : int64 ndarray of shape (n_samples, A) or None, from :func:`encode_party_groups`
     n_groups : int
-    alpha, beta : float64 ndarray of shape (n_groups,), bounds of the party's groups (eq. (20))
+    alpha, beta : float64 ndarray of shape (n_groups,), bounds of the party's groups
+        ([F3KM] eq. (20))
     """
 
     def __init__(self, X, k, labels, codes=None, n_groups=0, alpha=None, beta=None):
@@ -127,7 +134,7 @@ class CDParty:
 
     def init_statistics(self):
         """``X_h f_m``, ``f_m^T f_m``, ``f_m^T X_h^T X_h f_m`` and ``(p_l^h)^T f_m`` from the labels
-        (Alg. 3 line 3, Alg. 5 line 2)."""
+        ([F3KM] Alg. 3 line 3, [F3KM] Alg. 5 line 2)."""
         K.cluster_statistics(self.X, self.shift, self.labels, self.codes, self.sums, self.counts,
                              self.sqnorms, self.group_counts)
 
@@ -137,7 +144,8 @@ class CDParty:
         return float(((self.sums[full] ** 2).sum(axis=1) / self.counts[full]).sum())
 
     def violation(self):
-        """Largest additive violation (eq. (33)) of the party's groups, from its cached counts."""
+        """Largest additive violation ([F3KM] eq. (33)) of the party's groups, from its cached
+        counts."""
         if self.n_groups == 0:
             return 0.0
         n = self.counts.astype(np.float64)
@@ -150,24 +158,24 @@ class CDParty:
         return tolerance_part(self.u, rho)
 
     def update_dual(self, rho):
-        """Theta_h by eq. (31), then U_h by eq. (32) (Alg. 5 lines 11-12)."""
+        """Theta_h by [F3KM] eq. (31), then U_h by [F3KM] eq. (32) ([F3KM] Alg. 5 lines 11-12)."""
         update_dual(self, self.alpha, self.beta, rho)
 
     def prepare_objectives(self, rho, fair_scale):
-        """The per-cluster fairness terms of eqs. (27)-(28) for the current statistics."""
+        """The per-cluster fairness terms of [F3KM] eqs. (27)-(28) for the current statistics."""
         K.fair_tables(self.group_counts, self.counts, self.theta, self.u, rho, fair_scale,
                       self.base, self.correction)
 
     def add_row_objectives(self, lo, hi, out):
-        """ADD the party's eq. (17) / (27)-(28) for rows lo..hi into ``out`` (shape
+        """ADD the party's [F3KM] eq. (17) / (27)-(28) for rows lo..hi into ``out`` (shape
         (>= hi - lo, k)); :meth:`prepare_objectives` must have run on the current statistics."""
         K.bcd_row_objectives(self.X, self.shift, self.xx, lo, hi, self.labels, self.sums,
                              self.counts, self.sqnorms, self.codes, self.base, self.correction,
                              out)
 
     def move_change(self, lo, hi, new_labels, offset, rho, fair_scale):
-        """The party's part of the change of eq. (24) (eq. (15) plus the fairness terms) if rows
-        lo..hi moved to ``new_labels[offset:offset + hi - lo]``."""
+        """The party's part of the change of [F3KM] eq. (24) ([F3KM] eq. (15) plus the fairness
+        terms) if rows lo..hi moved to ``new_labels[offset:offset + hi - lo]``."""
         k, d = self.sums.shape
         dsums = np.empty((k, d))
         dcounts = np.empty(k, dtype=np.int64)
@@ -187,15 +195,15 @@ class CDParty:
 
     def seed_distances(self, row):
         """Squared distances of the party's rows to row ``row`` on its columns (the party's part
-        of a D^2 column of vertical k-means++, Alg. 3 line 1)."""
+        of a D^2 column of vertical k-means++, [F3KM] Alg. 3 line 1)."""
         out = np.empty((self.X.shape[0], 1))
         center_t = np.ascontiguousarray(self.X[row].astype(np.float64)[:, None])
         pairwise_sq_distances(self.X, center_t, out)
         return out[:, 0]
 
     def balance_part(self, counts, eta):
-        """The party's balance of each cluster (Sec. 5.1): ``min_l min(eta_l / share, share /
-        eta_l)`` over its groups (0 for an absent group), NaN for an empty cluster."""
+        """The party's balance of each cluster ([F3KM] Section 5.1): ``min_l min(eta_l / share,
+        share / eta_l)`` over its groups (0 for an absent group), NaN for an empty cluster."""
         bal = np.full(self.k, np.inf)
         for j in range(self.k):
             if counts[j] == 0:
@@ -222,8 +230,8 @@ class LocalParties:
         return len(self.parties)
 
     def initialize(self, labels, rho, fair_scale):
-        """Statistics (Alg. 5 line 2) and Theta at U = 0 (eq. (31)); returns the parties' SSE
-        parts, violations and allowance parts at ``rho``."""
+        """Statistics ([F3KM] Alg. 5 line 2) and Theta at U = 0 ([F3KM] eq. (31)); returns the
+        parties' SSE parts, violations and allowance parts at ``rho``."""
         for p in self.parties:
             p.init_statistics()
             p.update_dual(0.0)

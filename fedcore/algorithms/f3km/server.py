@@ -1,4 +1,5 @@
-"""Server side of DisBCDKM (Alg. 3) and F3KM (Alg. 4): sums over parties and every decision.
+"""Server side of DisBCDKM ([F3KM] Alg. 3) and F3KM ([F3KM] Alg. 4): sums over parties and every
+decision.
 
 The server holds the indicator matrix F (as ``labels``) and the cluster sizes, never a party's
 columns. It talks to the parties through an object with the methods of
@@ -24,7 +25,7 @@ RTOL = 1e-9
 
 
 class SweepServer:
-    """Runs BCD sweeps over parties (Alg. 3 lines 4-9, Alg. 4 lines 5-10).
+    """Runs BCD sweeps over parties ([F3KM] Alg. 3 lines 4-9, [F3KM] Alg. 4 lines 5-10).
 
     Parameters
     ----------
@@ -85,7 +86,8 @@ class SweepServer:
                                    n_elements=up)
 
     def _federated_sweep(self, tol, rho, fair_scale):
-        """Alg. 3 / Alg. 4 lines 6-10, range by range, with the block rules of ``bcd_sweep``."""
+        """[F3KM] Alg. 3 / Alg. 4 lines 6-10, range by range, with the block rules of
+        ``bcd_sweep``."""
         labels = self.labels
         new_labels = self.new_labels
         tentative = np.empty(self.k, dtype=np.int64)
@@ -129,8 +131,8 @@ class SweepServer:
         return moved, ranges
 
     def _evaluate(self, lo, hi, block_lo, tentative, tol, rho, fair_scale):
-        """Parties send eq. (17)/(27)-(28) for rows lo..hi; the server sums them (eq. (18)/(29))
-        and proposes labels."""
+        """Parties send [F3KM] eq. (17)/(27)-(28) for rows lo..hi; the server sums them
+        ([F3KM] eq. (18)/(29)) and proposes labels."""
         phi = self.phi
         self.parties.begin_objectives(lo, hi, rho, fair_scale)
         tentative[:] = self.counts
@@ -145,7 +147,7 @@ class SweepServer:
         return n_moves
 
     def record_initialization(self):
-        """Messages of a vertical k-means++ (Alg. 3 line 1) and of the statistics set-up: the
+        """Messages of a vertical k-means++ ([F3KM] Alg. 3 line 1) and of the statistics set-up: the
         labels go down; each party answers with its SSE part (and, for F3KM, its violation and
         rounding-allowance part)."""
         if self.ledger is None:
@@ -158,7 +160,8 @@ class SweepServer:
 
 
 def run_bcd(server, parties, max_iter):
-    """BCDKM / DisBCDKM sweeps (Alg. 2/3 lines 4-9) until a sweep moves no row or ``max_iter``.
+    """BCDKM / DisBCDKM sweeps ([F3KM] Alg. 2/3 lines 4-9) until a sweep moves no row or
+    ``max_iter``.
 
     Returns ``(objective history, sweeps run, ranges evaluated)``.
     """
@@ -181,14 +184,15 @@ def penalty(rho, schedule, t):
 
 
 def run_admm(server, parties, rho, rho_schedule, violation, tol, max_iter):
-    """F3KM's ADMM (Alg. 4 lines 5-12): a BCD sweep on the Lagrangian (24) with Theta and U
-    fixed, then Theta by eq. (31) and U by eq. (32), until the additive violation (33) is at most
-    ``violation`` and the objective stagnates, or ``max_iter`` iterations.
+    """F3KM's ADMM ([F3KM] Alg. 4 lines 5-12): a BCD sweep on the Lagrangian ([F3KM] eq. (24))
+    with Theta and U fixed, then Theta by [F3KM] eq. (31) and U by [F3KM] eq. (32), until the
+    additive violation ([F3KM] eq. (33)) is at most ``violation`` and the objective stagnates, or
+    ``max_iter`` iterations.
 
     Returns ``(sse history, violation history, iterations, ranges evaluated)``.
     """
-    # The k-means part of eq. (24) enters as SSE / T (T = total sum of squares: the fraction of
-    # variance left unexplained), so rho and U mean the same at any n and in any units.
+    # The k-means part of [F3KM] eq. (24) enters as SSE / T (T = total sum of squares: the
+    # fraction of variance left unexplained), so rho and U mean the same at any n and in any units.
     fair_scale = server.total_sumsq if server.total_sumsq > 0 else 1.0
     server.record_initialization()
     explained, violations, _ = parties.initialize(server.labels, penalty(rho, rho_schedule, 1),
@@ -227,7 +231,7 @@ def combine_balance(parts, k):
 
 
 def vertical_kmeans_plusplus(n, k, rng, distances, max_pending=32, max_rejections=4):
-    """k-means++ seeding (Alg. 3/4 line 1) when no one holds whole rows.
+    """k-means++ seeding ([F3KM] Alg. 3/4 line 1) when no one holds whole rows.
 
     ``distances(t, row)`` returns the squared distances of all rows to row ``row`` (the parties'
     partial sums, added in party order): one round per center, row index down, n values up.

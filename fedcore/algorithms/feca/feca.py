@@ -1,19 +1,21 @@
-"""FeCA: one-shot federated centroid aggregation (Xu, Chen, Chao & Zhang, "Jigsaw Game: Federated
-Clustering", TMLR 2024).
+"""FeCA: one-shot federated centroid aggregation ([FeCA]: Xu, Chen, Chao & Zhang, "Jigsaw Game:
+Federated Clustering", TMLR 2024).
 
 Each client runs Lloyd's k-means with ``client_clusters`` centroids, removes one-fit-many centroids
-(ClientUpdate, Alg. 2), attaches a radius to each remaining centroid (RadiusAssign, Alg. 3
-"theoretical" or Alg. 4 "empirical") and sends centroids and radii to the server in a single
-message. The server groups the received centroids greedily by largest radius and returns the means
-of the ``n_clusters`` largest groups (ServerAggregation, Alg. 5). Alg. 1 is :func:`feca`.
+(ClientUpdate, [FeCA] Alg. 2), attaches a radius to each remaining centroid (RadiusAssign,
+[FeCA] Alg. 3 "theoretical" or [FeCA] Alg. 4 "empirical") and sends centroids and radii to the
+server in a single message. The server groups the received centroids greedily by largest radius
+and returns the means of the ``n_clusters`` largest groups (ServerAggregation, [FeCA] Alg. 5).
+[FeCA] Alg. 1 is :func:`feca`.
 
 Layout: the kernels (:func:`cluster_statistics`, :func:`greedy_ball_groups`) do one pass each into
 buffers they are given; the plain functions :func:`client_update`, :func:`radius_assign` and
-:func:`server_aggregation` implement Alg. 2-5 on their outputs; :func:`feca_client` is one
-client's part of Alg. 1 and :func:`feca_server` the server's; :func:`feca` runs Alg. 1 with both
-in one process and :class:`FeCA` wraps it (``fedcore.integrations.flower.feca`` runs the same two
-on Flower nodes). The clients' local k-means and thread pool are in ``_clients``, shared with the
-baselines that FeCA is compared with (k-FED, M-Avg, FFCM).
+:func:`server_aggregation` implement [FeCA] Alg. 2-5 on their outputs; :func:`feca_client` is one
+client's part of [FeCA] Alg. 1 and :func:`feca_server` the server's; :func:`feca` runs
+[FeCA] Alg. 1 with both in one process and :class:`FeCA` wraps it
+(``fedcore.integrations.flower.feca`` runs the same two on Flower nodes). The clients' local
+k-means and thread pool are in ``_clients``, shared with the baselines that FeCA is compared with
+(k-FED [KFED], M-Avg [MAvg], FFCM [FFCM]).
 """
 import warnings
 from typing import NamedTuple
@@ -33,11 +35,11 @@ __all__ = ["FeCA", "FeCAResult", "FewerGroupsWarning", "feca", "feca_client", "f
 
 
 class FewerGroupsWarning(UserWarning):
-    """ServerAggregation formed fewer groups than ``n_clusters`` (FeCA paper, Appendix E)."""
+    """ServerAggregation formed fewer groups than ``n_clusters`` ([FeCA] Appendix E)."""
 
 
 # --------------------------------------------------------------------------------------------
-# Alg. 2-5 on cluster statistics
+# [FeCA] Alg. 2-5 on cluster statistics
 # --------------------------------------------------------------------------------------------
 
 def _sq_distances(A, B):
@@ -55,11 +57,11 @@ def _cost_about(cost, count, center, mean, z):
 
 
 def client_update(centers, counts, sums, costs):
-    """ClientUpdate, Alg. 2 lines 3-13: remove one-fit-many centroids from a Lloyd solution.
+    """ClientUpdate, [FeCA] Alg. 2 lines 3-13: remove one-fit-many centroids from a Lloyd solution.
 
     Parameters
     ----------
-    centers : ndarray of shape (k, d), float64, the client's Lloyd centroids (Alg. 2 line 2)
+    centers : ndarray of shape (k, d), float64, the client's Lloyd centroids ([FeCA] Alg. 2 line 2)
     counts, sums, costs : per-cluster statistics from :func:`cluster_statistics`
 
     Returns
@@ -71,14 +73,14 @@ def client_update(centers, counts, sums, costs):
     -----
     - Line 4, "the cluster with the largest standard deviation": the root-mean-square distance of
       the cluster's points to its centroid, ``sqrt(G_i / |D_i|)``, the spread that makes a
-      centroid between several true clusters stand out (Section 4.1). Ties: lowest index.
+      centroid between several true clusters stand out ([FeCA] Section 4.1). Ties: lowest index.
     - Line 5: the pair ``(p, q)`` at the smallest distance; ties: lexicographically smallest pair.
     - Line 6: ``c_j`` is the mean of ``D_p u D_q`` and ``G_j = sum_{D_p u D_q} ||x - c_j||^2``
-      (eq. (4)), computed exactly from the two clusters' statistics.
+      ([FeCA] eq. (4)), computed exactly from the two clusters' statistics.
     - Line 7: ``c_i`` is removed when ``G_i >= G_j``; the merge is only a test, so ``c_p`` and
       ``c_q`` stay. The loop also stops when one centroid is left (no pair exists).
-    - Clusters holding no point have no statistics (``r'_i`` of Alg. 3/4 is undefined): they are
-      dropped before the loop and reported in neither output.
+    - Clusters holding no point have no statistics (``r'_i`` of [FeCA] Alg. 3/4 is undefined):
+      they are dropped before the loop and reported in neither output.
     """
     counts = np.asarray(counts, dtype=np.float64)
     alive = np.flatnonzero(counts > 0)
@@ -104,7 +106,8 @@ def client_update(centers, counts, sums, costs):
 
 
 def radius_assign(centers, max_sq, kept, variant="empirical"):
-    """RadiusAssign: a radius for each kept centroid (Alg. 4 "empirical" or Alg. 3 "theoretical").
+    """RadiusAssign: a radius for each kept centroid ([FeCA] Alg. 4 "empirical" or [FeCA] Alg. 3
+    "theoretical").
 
     Parameters
     ----------
@@ -119,21 +122,22 @@ def radius_assign(centers, max_sq, kept, variant="empirical"):
 
     Notes
     -----
-    Empirical (Alg. 4): ``r_i = min(r'_i, d_ij / 2)`` with ``d_ij`` the distance to the nearest
-    other kept centroid (lines 2-5); a lone centroid gets ``r'_i``.
+    Empirical ([FeCA] Alg. 4): ``r_i = min(r'_i, d_ij / 2)`` with ``d_ij`` the distance to the
+    nearest other kept centroid (lines 2-5); a lone centroid gets ``r'_i``.
 
-    Theoretical (Alg. 3): starting from ``C~ = C`` (line 2), centroids are visited in increasing
-    index; one still in ``C~`` whose nearest other member ``j`` of ``C~`` satisfies
+    Theoretical ([FeCA] Alg. 3): starting from ``C~ = C`` (line 2), centroids are visited in
+    increasing index; one still in ``C~`` whose nearest other member ``j`` of ``C~`` satisfies
     ``r'_i + r'_j > d_ij`` leaves ``C~`` together with ``j`` (lines 4-9). Every kept centroid gets
-    ``r = min pairwise distance in C~ / 2`` (lines 10-11). Where the paper is silent: when fewer
+    ``r = min pairwise distance in C~ / 2`` (lines 10-11). Where [FeCA] is silent: when fewer
     than two centroids remain in ``C~`` the minimum is taken over all kept centroids, and a lone
     kept centroid gets ``r'_i``.
 
-    Caveat (Theorem 4.1): Lemma A.3 takes ``min pairwise distance in C~`` to approximate
-    ``Delta_min``. When Alg. 2 has removed the centroids of the closest pair of true centers from a
-    client (it held a one-fit-many centroid there), the minimum is a larger gap, the client's radius
-    exceeds ``Delta_min / 2``, and the server's first ball can merge two true centers. fedcore
-    implements Alg. 3 as written; ``tests/test_feca.py`` holds such a counterexample.
+    Caveat ([FeCA] Theorem 4.1): [FeCA] Lemma A.3 takes ``min pairwise distance in C~`` to
+    approximate ``Delta_min``. When [FeCA] Alg. 2 has removed the centroids of the closest pair of
+    true centers from a client (it held a one-fit-many centroid there), the minimum is a larger
+    gap, the client's radius exceeds ``Delta_min / 2``, and the server's first ball can merge two
+    true centers. fedcore implements [FeCA] Alg. 3 as written; ``tests/test_feca.py`` holds such a
+    counterexample.
     """
     kept = np.asarray(kept, dtype=np.int64)
     C = centers[kept]
@@ -165,7 +169,7 @@ def radius_assign(centers, max_sq, kept, variant="empirical"):
 
 
 def server_aggregation(client_centers, client_radii, n_clusters):
-    """ServerAggregation, Alg. 5: greedy grouping by largest radius, means of the top groups.
+    """ServerAggregation, [FeCA] Alg. 5: greedy grouping by largest radius, means of the top groups.
 
     Parameters
     ----------
@@ -236,7 +240,7 @@ def _lexicographic_order(C, primary=None):
 
 
 # --------------------------------------------------------------------------------------------
-# Alg. 1
+# [FeCA] Alg. 1
 # --------------------------------------------------------------------------------------------
 
 class FeCAResult(NamedTuple):
@@ -272,7 +276,8 @@ def check_feca_params(n_clusters, client_clusters=None, radius="empirical", init
 
 def feca_client(X, client_clusters, *, radius="empirical", init="k-means++", n_init=1,
                 max_iter=300, tol=1e-4, n_local_trials="auto", seed):
-    """Alg. 1 lines 3-4 on one client: ClientUpdate (Alg. 2), then RadiusAssign (Alg. 3 or 4).
+    """[FeCA] Alg. 1 lines 3-4 on one client: ClientUpdate ([FeCA] Alg. 2), then RadiusAssign
+    ([FeCA] Alg. 3 or 4).
 
     Parameters are validated by the caller (:func:`check_feca_params`); ``seed`` is the client's
     integer seed (see :func:`feca`). Runs in the calling thread with its Numba thread count.
@@ -281,7 +286,7 @@ def feca_client(X, client_clusters, *, radius="empirical", init="k-means++", n_i
     -------
     centers : ndarray of shape (m, n_features), float64, the centroids the client sends
     radii : ndarray of shape (m,), their radii
-    removed : ndarray of int64, Lloyd indices removed as one-fit-many (Alg. 2 line 8)
+    removed : ndarray of int64, Lloyd indices removed as one-fit-many ([FeCA] Alg. 2 line 8)
     """
     centers, labels = client_kmeans(X, client_clusters, init=init, n_init=n_init,
                                     max_iter=max_iter, tol=tol,
@@ -298,7 +303,8 @@ def feca_client(X, client_clusters, *, radius="empirical", init="k-means++", n_i
 
 def feca_server(client_centers, client_radii, client_removed, n_clusters, n_features,
                 stacklevel=2):
-    """Alg. 1 lines 6-8 at the server: count the one round, run ServerAggregation (Alg. 5).
+    """[FeCA] Alg. 1 lines 6-8 at the server: count the one round, run ServerAggregation
+    ([FeCA] Alg. 5).
 
     Parameters
     ----------
@@ -313,7 +319,7 @@ def feca_server(client_centers, client_radii, client_removed, n_clusters, n_feat
     """
     comm = CommLedger()
     for l, C in enumerate(client_centers):
-        # Alg. 1 lines 6-7: the only message, centroids with their radii, up in round 0.
+        # [FeCA] Alg. 1 lines 6-7: the only message, centroids with their radii, up in round 0.
         comm.record(0, sender=l, receiver=SERVER, kind="centroids+radii",
                     n_elements=C.shape[0] * (n_features + 1))
     with single_threaded_kernels():
@@ -330,7 +336,7 @@ def feca_server(client_centers, client_radii, client_removed, n_clusters, n_feat
 def feca(federation, n_clusters, *, client_clusters=None, radius="empirical", init="k-means++",
          n_local_trials="auto", n_init=1, max_iter=300, tol=1e-4, n_jobs=None,
          random_state=None):
-    """Run FeCA (Alg. 1) on a horizontal federation; see :class:`FeCA` for the parameters.
+    """Run FeCA ([FeCA] Alg. 1) on a horizontal federation; see :class:`FeCA` for the parameters.
 
     Returns a :class:`FeCAResult`. Warns with :class:`FewerGroupsWarning` when the server forms
     fewer than ``n_clusters`` groups. Client ``l`` runs :func:`feca_client` with the ``l``-th seed
@@ -354,25 +360,26 @@ def feca(federation, n_clusters, *, client_clusters=None, radius="empirical", in
 
 
 class FeCA(BaseEstimator):
-    """Federated Centroid Aggregation (FeCA, Alg. 1): one-shot federated k-means.
+    """Federated Centroid Aggregation (FeCA, [FeCA] Alg. 1): one-shot federated k-means.
 
     Parameters
     ----------
     n_clusters : int
-        ``k``, the number of centers returned (Alg. 5 line 9).
+        ``k``, the number of centers returned ([FeCA] Alg. 5 line 9).
     client_clusters : int, default=None
-        ``K'``, the number of Lloyd centroids on each client (Alg. 2 line 2; ``k'`` in Appendix E);
-        None means ``n_clusters``. Every client needs at least this many points.
+        ``K'``, the number of Lloyd centroids on each client ([FeCA] Alg. 2 line 2; ``k'`` in
+        [FeCA] Appendix E); None means ``n_clusters``. Every client needs at least this many
+        points.
     radius : {"empirical", "theoretical"}, default="empirical"
-        RadiusAssign variant: Alg. 4 (per-centroid radius) or Alg. 3 (one radius per client,
-        used by Theorem 4.1 under the Stochastic Ball Model).
+        RadiusAssign variant: [FeCA] Alg. 4 (per-centroid radius) or [FeCA] Alg. 3 (one radius
+        per client, used by [FeCA] Theorem 4.1 under the Stochastic Ball Model).
     init : {"k-means++", "random"}, default="k-means++"
         Seeding of each client's Lloyd run (see :func:`client_kmeans`).
     n_local_trials : None, "auto" or int >= 1, default="auto"
         k-means++ candidates per center on each client, as in :class:`fedcore.KMeans`: "auto" is
         greedy k-means++ with ``2 + floor(ln client_clusters)`` candidates, the seeding of
-        scikit-learn's ``KMeans``, with which the paper's experiments ran the clients' Lloyd's
-        algorithm (Alg. 2 line 2); None or 1 is vanilla k-means++, the default of
+        scikit-learn's ``KMeans``, with which the experiments of [FeCA] ran the clients' Lloyd's
+        algorithm ([FeCA] Alg. 2 line 2); None or 1 is vanilla k-means++, the default of
         :class:`fedcore.KMeans`. A number beside ``init`` rather than a third ``init`` value: it
         has the same name and meaning as in :class:`fedcore.KMeans` and
         :func:`fedcore.kmeans_plusplus`, and any count can be chosen. Ignored with
@@ -393,31 +400,33 @@ class FeCA(BaseEstimator):
     cluster_centers_ : ndarray of shape (n_found, n_features)
         The aggregated centers, largest group first; ``n_found = min(n_clusters, n_groups_)``.
     client_centers_ : list of ndarray of shape (m_l, n_features)
-        The centroids client ``l`` sent (kept by Alg. 2), in increasing Lloyd index.
+        The centroids client ``l`` sent (kept by [FeCA] Alg. 2), in increasing Lloyd index.
     client_radii_ : list of ndarray of shape (m_l,)
-        Their radii (Alg. 3 or 4).
+        Their radii ([FeCA] Alg. 3 or 4).
     groups_ : list of ndarray of shape (size, 2)
         For each row of ``cluster_centers_``, the ``(client, row in client_centers_[client])``
-        pairs averaged into it (Alg. 5 line 10).
+        pairs averaged into it ([FeCA] Alg. 5 line 10).
     n_groups_ : int
-        Groups formed by Alg. 5. When ``n_groups_ < n_clusters`` a :class:`FewerGroupsWarning`
-        is issued and ``cluster_centers_`` has ``n_groups_`` rows (Appendix E); never padded.
+        Groups formed by [FeCA] Alg. 5. When ``n_groups_ < n_clusters`` a
+        :class:`FewerGroupsWarning` is issued and ``cluster_centers_`` has ``n_groups_`` rows
+        ([FeCA] Appendix E); never padded.
     client_removed_ : list of ndarray of int64
-        Indices of each client's Lloyd centroids removed as one-fit-many (Alg. 2 line 8).
+        Indices of each client's Lloyd centroids removed as one-fit-many ([FeCA] Alg. 2 line 8).
     comm_ : CommLedger
         One round: each client sends ``m_l * (n_features + 1)`` floats (centroids and radii).
-        Nothing is sent down: Alg. 1 returns the centers at the server.
+        Nothing is sent down: [FeCA] Alg. 1 returns the centers at the server.
     n_features_in_ : int
 
     Notes
     -----
-    Choices where the paper is silent are documented in :func:`client_update`,
+    Choices where [FeCA] is silent are documented in :func:`client_update`,
     :func:`radius_assign` and :func:`server_aggregation`. Under the Stochastic Ball Model with the
-    separations of Theorem 4.1, every center lies within ``4 / (5 eta) * Delta_min`` of a true
-    center with ``radius="empirical"``, and with ``radius="theoretical"`` whenever every client's
-    radius obeys Lemma A.3 (property tests; :func:`radius_assign` explains when it does not).
-    After all one-fit-many centroids are gone, Alg. 2's next test compares two single-cluster costs
-    and may also remove a correct centroid; other clients then supply that center.
+    separations of [FeCA] Theorem 4.1, every center lies within ``4 / (5 eta) * Delta_min`` of a
+    true center with ``radius="empirical"``, and with ``radius="theoretical"`` whenever every
+    client's radius obeys [FeCA] Lemma A.3 (property tests; :func:`radius_assign` explains when it
+    does not). After all one-fit-many centroids are gone, the next test of [FeCA] Alg. 2 compares
+    two single-cluster costs and may also remove a correct centroid; other clients then supply that
+    center.
 
     Examples
     --------
@@ -447,7 +456,8 @@ class FeCA(BaseEstimator):
         self.random_state = random_state
 
     def fit(self, federation, y=None):
-        """Run Alg. 1 on ``federation`` (a HorizontalFederation or a list of client arrays)."""
+        """Run [FeCA] Alg. 1 on ``federation`` (a HorizontalFederation or a list of client
+        arrays)."""
         return self._store_result(feca(federation, **self.get_params()))
 
     def predict(self, X):

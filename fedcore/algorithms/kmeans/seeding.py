@@ -21,10 +21,10 @@ def seed_from_uniforms(X, weights, uniforms, prefix=(), totals=None):
     """k-means++ on validated input; one uniform per drawn center. Returns (rows, labels, mind).
 
     ``prefix`` rows are taken as the first centers without drawing (exact unlearning keeps the
-    centers before the first removed one, MUFC Alg. 3 line 9). Then center ``t`` is drawn by D^2
-    sampling (Appendix B), ``P(x) = w(x) d^2(x, C) / sum_y w(y) d^2(y, C)``; when that total is 0
-    (every remaining row coincides with a center), uniformly by weight among rows not yet chosen.
-    Rows of weight 0 are never drawn, which is how removed rows are excluded.
+    centers before the first removed one, [MUFC] Alg. 3 line 9). Then center ``t`` is drawn by
+    D^2 sampling ([MUFC] Appendix B), ``P(x) = w(x) d^2(x, C) / sum_y w(y) d^2(y, C)``; when that
+    total is 0 (every remaining row coincides with a center), uniformly by weight among rows not
+    yet chosen. Rows of weight 0 are never drawn, which is how removed rows are excluded.
 
     ``labels`` is the first nearest center in seeding order, ``mind`` the squared distance to it.
     ``totals``, float64 (k,), receives for every center ``t`` the total ``sum_y w(y) d^2(y, C)``
@@ -253,7 +253,7 @@ def check_n_clusters_for_weights(n_clusters, weights):
 
 
 def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_local_trials=None):
-    """k-means++ seeding (Arthur & Vassilvitskii 2007), weighted, vanilla or greedy.
+    """k-means++ seeding ([KMPP]), weighted, vanilla or greedy.
 
     The first center is drawn by weight, each next one by weighted D^2 sampling; when every
     remaining point has zero D^2 weight (duplicates), the next center is drawn by weight among the
@@ -263,9 +263,10 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_l
     Vanilla seeding (``n_local_trials`` None or 1) draws exactly but reads X far fewer than
     ``n_clusters`` times: rejection sampling from stale D^2 bounds with occasional multi-center
     refresh passes (see ``seed_lazy``). Greedy seeding (``n_local_trials = L >= 2``,
-    scikit-learn's k-means++) draws ``L`` candidates per center by D^2 sampling and keeps the one
-    that lowers the potential ``sum_i w_i min(d_i^2, |x_i - c|^2)`` the most (ties: the first
-    drawn), at O(n d L) per center; it holds a copy of X and the n x L candidate distances.
+    scikit-learn's k-means++, [Greedy]) draws ``L`` candidates per center by D^2 sampling and
+    keeps the one that lowers the potential ``sum_i w_i min(d_i^2, |x_i - c|^2)`` the most (ties:
+    the first drawn), at O(n d L) per center; it holds a copy of X and the n x L candidate
+    distances.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""[VFL-Coreset]: coresets over vertically partitioned data, with ridge and DistDim downstream."""
+"""[VFLC]: coresets over vertically partitioned data, with ridge and DistDim downstream."""
 from .coreset import (VerticalCoreset, dis_sample, uniform_coreset, vkmc_coreset,
                       vkmc_local_scores, vrlr_coreset, vrlr_local_scores)
 from .coreset_result import Coreset, gather, robust_coreset_error

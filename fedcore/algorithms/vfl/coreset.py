@@ -1,7 +1,7 @@
-"""Coresets for vertical federated learning: DIS (Alg. 1), VRLR (Alg. 2), VKMC (Alg. 3), App. G.
+"""Coresets for vertical federated learning: DIS, VRLR, VKMC ([VFLC] Alg. 1-3), [VFLC] Appendix G.
 
-Reference: "Coresets for Vertical Federated Learning: Regularized Linear Regression and K-Means
-Clustering" (the VFL coreset paper in ``shared/papers``). Parties hold column blocks of the same
+Reference: [VFLC], "Coresets for Vertical Federated Learning: Regularized Linear Regression and
+K-Means Clustering" (see ``docs/references.md``). Parties hold column blocks of the same
 rows (:class:`~fedcore.federation.vertical.VerticalFederation`); each party computes a local score
 ``g_i^(j) >= 0`` per row, and DIS turns the scores into a weighted multiset of row ids with
 ``O(mT)`` communication, every message recorded in a :class:`~fedcore.federation.ledger.CommLedger`.
@@ -26,7 +26,7 @@ __all__ = ["VerticalCoreset", "dis_sample", "vkmc_local_scores", "vkmc_coreset",
            "vrlr_local_scores", "vrlr_coreset", "uniform_coreset"]
 
 # Squared condition number up to which leverages come from the Gram matrix (relative error about
-# cond2 * eps <= 1e-6); above it a QR factorization is used instead (Alg. 2 line 3).
+# cond2 * eps <= 1e-6); above it a QR factorization is used instead ([VFLC] Alg. 2 line 3).
 _GRAM_MAX_COND2 = 1e10
 
 
@@ -56,7 +56,7 @@ def _check_scores(scores):
 
 
 # ------------------------------------------------------------------------------------------------
-# DIS (Alg. 1)
+# DIS ([VFLC] Alg. 1)
 # ------------------------------------------------------------------------------------------------
 
 def _sample_rows(values, uniforms):
@@ -74,18 +74,18 @@ def _sample_rows(values, uniforms):
 
 
 def dis_sample(scores, m, rng, *, floor=None):
-    """DIS of Alg. 1 on validated scores: ``(indices, weights, party_counts, totals, comm)``.
+    """DIS of [VFLC] Alg. 1 on validated scores: ``(indices, weights, party_counts, totals, comm)``.
 
     ``scores`` float64 (T, n) (row ``j`` held by party ``j``), ``m`` >= 1, ``rng`` a Generator.
-    ``floor`` (robust mode, App. G) raises every score to at least ``floor`` first. Randomness, in
-    order: the party counts (``rng.multinomial``), then ``a_j`` uniforms for each party in party
-    order.
+    ``floor`` (robust mode, [VFLC] Appendix G) raises every score to at least ``floor`` first.
+    Randomness, in order: the party counts (``rng.multinomial``), then ``a_j`` uniforms for each
+    party in party order.
     """
     T, n = scores.shape
     if floor is not None:
         scores = np.maximum(scores, floor)
     ledger = CommLedger()
-    # Round 1 (lines 4-6): party totals up, party counts a_j down.
+    # Round 1 ([VFLC] Alg. 1 lines 4-6): party totals up, party counts a_j down.
     totals = np.array([float(np.sum(scores[j])) for j in range(T)])
     total = float(totals.sum())
     if not total > 0.0:
@@ -96,7 +96,8 @@ def dis_sample(scores, m, rng, *, floor=None):
     counts = rng.multinomial(m, totals / total).astype(np.int64)
     for j in range(T):
         ledger.record(0, sender=SERVER, receiver=j, kind="party_count", n_elements=1)
-    # Round 2 (lines 7-8): each party samples a_j rows by g^(j) / G^(j); the server broadcasts S.
+    # Round 2 ([VFLC] Alg. 1 lines 7-8): each party samples a_j rows by g^(j) / G^(j); the server
+    # broadcasts S.
     parts = []
     for j in range(T):
         a = int(counts[j])
@@ -107,7 +108,8 @@ def dis_sample(scores, m, rng, *, floor=None):
     indices = np.concatenate(parts)
     for j in range(T):
         ledger.record(1, sender=SERVER, receiver=j, kind="sample_ids", n_elements=m)
-    # Round 3 (lines 9-10): each party sends its scores of S; the server weights the draws.
+    # Round 3 ([VFLC] Alg. 1 lines 9-10): each party sends its scores of S; the server weights the
+    # draws.
     for j in range(T):
         ledger.record(2, sender=j, receiver=SERVER, kind="scores", n_elements=m)
     row_scores = scores[0, indices].copy()
@@ -118,7 +120,7 @@ def dis_sample(scores, m, rng, *, floor=None):
 
 
 class VerticalCoreset(BaseEstimator):
-    """Distributed importance sampling, DIS (Alg. 1): a weighted coreset from local scores.
+    """Distributed importance sampling, DIS ([VFLC] Alg. 1): a weighted coreset from local scores.
 
     Three communication rounds: (1) each party sends ``G^(j) = sum_i g_i^(j)``; the server draws the
     multiset of party counts ``a_j ~ Multinomial(m, G^(j)/G)`` and sends ``a_j`` to party ``j``;
@@ -131,11 +133,12 @@ class VerticalCoreset(BaseEstimator):
     ----------
     m : int, coreset size (number of draws, with replacement; may exceed the number of rows)
     outlier_fraction : float in (0, 1) or None, default=None
-        Robust coreset of App. G with outlier fraction ``beta``: every local score is first raised
-        to at least ``1/n``, the hypothesis of Thm. G.2 under which the same sampling yields a
-        ``(beta, eps)``-robust coreset (Def. G.1) even when the data assumptions (4.1, 5.1) fail.
-        The scores of Alg. 2 and Alg. 3 (``alpha >= 1/2``) already satisfy it. ``beta`` is stored
-        on the coreset; :func:`robust_coreset_error` measures the Def. G.1 error.
+        Robust coreset of [VFLC] Appendix G with outlier fraction ``beta``: every local score is
+        first raised to at least ``1/n``, the hypothesis of [VFLC] Theorem G.2 under which the
+        same sampling yields a ``(beta, eps)``-robust coreset ([VFLC] Def. G.1) even when the data
+        assumptions ([VFLC] Assumptions 4.1, 5.1) fail. The scores of [VFLC] Alg. 2 and Alg. 3
+        (``alpha >= 1/2``) already satisfy it. ``beta`` is stored on the coreset;
+        :func:`robust_coreset_error` measures the [VFLC] Def. G.1 error.
     random_state : None, int or numpy.random.Generator
 
     Attributes
@@ -190,11 +193,12 @@ class VerticalCoreset(BaseEstimator):
 
 
 # ------------------------------------------------------------------------------------------------
-# VKMC (Alg. 3)
+# VKMC ([VFLC] Alg. 3)
 # ------------------------------------------------------------------------------------------------
 
 def _local_clustering(X, k, local_max_iter, rng):
-    """Line 4: an approximation algorithm on one party's block; returns its centers (k, d_j)."""
+    """[VFLC] Alg. 3 line 4: an approximation algorithm on one party's block; returns its centers
+    (k, d_j)."""
     if local_max_iter == 0:
         centers, _ = kmeans_plusplus(X, k, random_state=rng)
         return np.asarray(centers, dtype=np.float64)
@@ -203,7 +207,8 @@ def _local_clustering(X, k, local_max_iter, rng):
 
 
 def _vkmc_party_scores(X, centers, alpha, out):
-    """Lines 5-13 for one party given its local centers; writes ``g^(j)`` into ``out``."""
+    """[VFLC] Alg. 3 lines 5-13 for one party given its local centers; writes ``g^(j)`` into
+    ``out``."""
     n = X.shape[0]
     k = centers.shape[0]
     labels = np.empty(n, dtype=np.int64)
@@ -216,12 +221,13 @@ def _vkmc_party_scores(X, centers, alpha, out):
 
 
 def vkmc_local_scores(federation, n_clusters, *, alpha=1.0, local_max_iter=0, random_state=None):
-    """Local sensitivities ``g_i^(j)`` of Alg. 3 (lines 3-14), shape (n_parties, n_samples).
+    """Local sensitivities ``g_i^(j)`` of [VFLC] Alg. 3 (lines 3-14), shape (n_parties, n_samples).
 
-    Each party clusters its own columns (line 4: k-means++, the paper's choice of approximation
-    algorithm, ``O(log k)`` in expectation, followed by at most ``local_max_iter`` weighted Lloyd
-    iterations; the default 0 keeps the seeding alone, one pass per center), assigns
-    every row to its nearest local center (line 7, lowest index on ties) and scores it by line 12.
+    Each party clusters its own columns (line 4: k-means++ [KMPP], the approximation algorithm
+    of [VFLC] Section 5, ``O(log k)`` in expectation, followed by at most ``local_max_iter``
+    weighted Lloyd iterations; the default 0 keeps the seeding alone, one pass per center),
+    assigns every row to its nearest local center (line 7, lowest index on ties) and scores it by
+    line 12.
     Local clusters left empty (duplicate centers) have no rows and add nothing. No communication.
     """
     federation = _check_federation(federation)
@@ -239,7 +245,7 @@ def vkmc_local_scores(federation, n_clusters, *, alpha=1.0, local_max_iter=0, ra
 
 def vkmc_coreset(federation, m, n_clusters, *, alpha=1.0, local_max_iter=0, outlier_fraction=None,
                  random_state=None):
-    """Coreset for vertical k-means (Alg. 3): local sensitivities, then DIS (Alg. 1).
+    """Coreset for vertical k-means ([VFLC] Alg. 3): local sensitivities, then DIS ([VFLC] Alg. 1).
 
     Parameters
     ----------
@@ -247,12 +253,13 @@ def vkmc_coreset(federation, m, n_clusters, *, alpha=1.0, local_max_iter=0, outl
     m : int, coreset size (draws with replacement)
     n_clusters : int, ``k``
     alpha : float > 0, default=1.0
-        Approximation factor of the local algorithm in line 12. It multiplies every score, so it
-        cancels in the sampling probabilities and the weights (kept for the paper's ``G = O(akT)``).
+        Approximation factor of the local algorithm in [VFLC] Alg. 3 line 12. It multiplies every
+        score, so it cancels in the sampling probabilities and the weights (kept for the
+        ``G = O(akT)`` of [VFLC] Lemma F.2).
     local_max_iter : int >= 0, default=0, Lloyd iterations after k-means++ in each party (0:
-        k-means++ alone, the paper's line-4 algorithm; Lloyd lowers the local costs, which only
-        reshapes the scores, at one pass over the party's block per iteration)
-    outlier_fraction : float in (0, 1) or None, robust coreset of App. G (see
+        k-means++ alone, the line-4 algorithm of [VFLC] Alg. 3; Lloyd lowers the local costs,
+        which only reshapes the scores, at one pass over the party's block per iteration)
+    outlier_fraction : float in (0, 1) or None, robust coreset of [VFLC] Appendix G (see
         :class:`VerticalCoreset`)
     random_state : None, int or numpy.random.Generator
 
@@ -286,11 +293,12 @@ def _coreset_from_scores(scores, m, beta, rng):
 
 
 # ------------------------------------------------------------------------------------------------
-# VRLR (Alg. 2)
+# VRLR ([VFLC] Alg. 2)
 # ------------------------------------------------------------------------------------------------
 
 def _leverage_scores(A, out):
-    """``out_i = ||u_i||^2 + 1/n`` for an orthonormal basis ``U`` of ``col(A)`` (Alg. 2 lines 3-4).
+    """``out_i = ||u_i||^2 + 1/n`` for an orthonormal basis ``U`` of ``col(A)`` ([VFLC] Alg. 2
+    lines 3-4).
 
     From the Gram matrix ``A^T A = V S^2 V^T`` (``U = A V S^-1``) when its condition number is at
     most ``_GRAM_MAX_COND2``; otherwise from the R factor of a QR factorization and its SVD, with
@@ -316,10 +324,11 @@ def _leverage_scores(A, out):
 
 
 def vrlr_local_scores(federation):
-    """Local scores of Alg. 2: ``g_i^(j) = ||u_i^(j)||^2 + 1/n``, shape (n_parties, n_samples).
+    """Local scores of [VFLC] Alg. 2: ``g_i^(j) = ||u_i^(j)||^2 + 1/n``, shape
+    (n_parties, n_samples).
 
     ``U^(j)`` is an orthonormal basis of party ``j``'s columns; the last party appends the labels
-    ``y`` as one more column (Assumption 4.1). No communication.
+    ``y`` as one more column ([VFLC] Assumption 4.1). No communication.
     """
     federation = _check_federation(federation)
     if federation.y is None:
@@ -336,13 +345,15 @@ def vrlr_local_scores(federation):
 
 
 def vrlr_coreset(federation, m, *, outlier_fraction=None, random_state=None):
-    """Coreset for vertical regularized linear regression (Alg. 2): leverages, then DIS (Alg. 1).
+    """Coreset for vertical regularized linear regression ([VFLC] Alg. 2): leverages, then DIS
+    ([VFLC] Alg. 1).
 
     Parameters
     ----------
     federation : VerticalFederation with labels ``y`` (held by the last party)
     m : int, coreset size (draws with replacement)
-    outlier_fraction : float in (0, 1) or None, robust coreset of App. G / Remark 4.3
+    outlier_fraction : float in (0, 1) or None, robust coreset of [VFLC] Appendix G /
+        [VFLC] Remark 4.3
     random_state : None, int or numpy.random.Generator
 
     Returns

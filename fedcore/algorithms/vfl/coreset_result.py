@@ -4,7 +4,7 @@ A :class:`Coreset` is the weighted multiset of row ids that a coreset constructi
 server (``fedcore.vkmc_coreset``, ``fedcore.vrlr_coreset``, ``fedcore.uniform_coreset``,
 ``fedcore.VerticalCoreset``), with the :class:`~fedcore.federation.ledger.CommLedger` of the
 messages that built it. :func:`gather` is the upload step that lets any central solver run on it;
-:func:`robust_coreset_error` evaluates Def. G.1 of the VFL coreset paper (App. G).
+:func:`robust_coreset_error` evaluates [VFLC] Def. G.1 ([VFLC] Appendix G).
 """
 import numpy as np
 
@@ -25,7 +25,7 @@ class Coreset:
     comm : CommLedger, the messages that built it
     n_samples : int, rows of the full data
     party_counts : ndarray of shape (T,) or None, draws per party ``a_j`` (DIS only)
-    outlier_fraction : float or None, the ``beta`` of a robust coreset (App. G)
+    outlier_fraction : float or None, the ``beta`` of a robust coreset ([VFLC] Appendix G)
 
     Examples
     --------
@@ -86,7 +86,7 @@ def gather(federation, coreset=None):
 
     Each party sends its columns of the rows listed in ``coreset.indices`` (``m d_j`` elements) and
     the last party also their labels (``m``), one round after the coreset's own rounds: the
-    ``2mT``-style step of Thm. 2.5 that lets any central solver run on the coreset.
+    ``2mT``-style step of [VFLC] Theorem 2.5 that lets any central solver run on the coreset.
 
     Returns
     -------
@@ -124,12 +124,13 @@ def gather(federation, coreset=None):
 
 
 def robust_coreset_error(costs, scores, coreset, outlier_fraction=None):
-    """Additive error of Def. G.1 for one parameter: ``min_O |f(X \\ O) - f(S \\ O)| / f(X)``.
+    """Additive error of [VFLC] Def. G.1 for one parameter:
+    ``min_O |f(X \\ O) - f(S \\ O)| / f(X)``.
 
-    ``O`` ranges over the outlier sets of Thm. G.2's proof, ``O_c = {i : f(x_i) / g_i >= c}``
-    (rows with the largest sensitivity gap), restricted to ``|O| / n <= beta`` and
-    ``|S cap O| / |S| <= beta``; the empty set (the plain coreset error) is always allowed, so the
-    result never exceeds it. An evaluation tool: it needs every row's cost.
+    ``O`` ranges over the outlier sets of the proof of [VFLC] Theorem G.2,
+    ``O_c = {i : f(x_i) / g_i >= c}`` (rows with the largest sensitivity gap), restricted to
+    ``|O| / n <= beta`` and ``|S cap O| / |S| <= beta``; the empty set (the plain coreset error) is
+    always allowed, so the result never exceeds it. An evaluation tool: it needs every row's cost.
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
-"""DistDim: k-means with distributed dimensions (Ding, Liu, Huang, Li, NeurIPS 2016).
+"""DistDim: k-means with distributed dimensions ([DistDim]: Ding, Liu, Huang, Li, NeurIPS 2016).
 
-The VFL coreset paper's vertical k-means baseline: each party clusters its own columns, the server
+The vertical k-means baseline of [VFLC]: each party clusters its own columns, the server
 clusters the grid of products of local centers, each occupied cell weighted by its occupancy. Runs
 on the full data or on a coreset (rows ``coreset.indices`` with weights ``coreset.weights``).
 """
@@ -79,7 +79,7 @@ def distdim(federation, n_clusters, *, client_clusters=None, coreset=None, n_ini
 
 
 class DistDim(BaseEstimator):
-    """Vertical k-means by distributed dimensions (Ding et al. 2016), on full data or a coreset.
+    """Vertical k-means by distributed dimensions ([DistDim]), on full data or a coreset.
 
     1. Party ``j`` runs weighted k-means (k-means++ and Lloyd, :class:`~fedcore.KMeans`) with
        ``client_clusters`` centers on its own columns of the rows used, and sends the server its

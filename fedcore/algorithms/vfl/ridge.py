@@ -1,12 +1,13 @@
-"""Vertical ridge regression (VRLR, Def. 2.1, ``R = alpha |theta|^2``): central and SAGA solvers.
+"""Vertical ridge regression (VRLR, [VFLC] Def. 2.1, ``R = alpha |theta|^2``): central and SAGA
+solvers.
 
 Objective on the rows used, with weights ``w`` (ones on full data, coreset weights otherwise)::
 
     sum_i w_i (x_i . theta - y_i)^2 + alpha |theta|^2
 
-There is no intercept (Def. 2.1); centre ``y`` and the features first (each party can do so on
-its own columns, and the last party on ``y``). Coreset weights sum to about ``n``, so the same
-``alpha`` (the paper uses ``0.1 n``) keeps its meaning on a coreset.
+There is no intercept ([VFLC] Def. 2.1); centre ``y`` and the features first (each party can do
+so on its own columns, and the last party on ``y``). Coreset weights sum to about ``n``, so the
+same ``alpha`` ([VFLC] Section 6 uses ``0.1 n``) keeps its meaning on a coreset.
 """
 import numpy as np
 import scipy.linalg
@@ -50,7 +51,7 @@ def ridge_saga(X, y, weights, alpha, edges, *, max_iter, tol, step_size, rng, le
     Minimizes ``sum_i p_i h_i``, ``h_i = (x_i.theta - y_i)^2 + (alpha / W) |theta|^2`` with
     ``p = w / W``, ``W = sum(w)`` (same minimizer as the weighted objective). Rows are drawn i.i.d.
     by ``p`` from a seed the server shares once; default step ``1 / (3 L)`` with
-    ``L = max_i 2 |x_i|^2 + 2 alpha / W`` (Defazio et al. 2014). Protocol (``T`` parties):
+    ``L = max_i 2 |x_i|^2 + 2 alpha / W`` ([SAGA]). Protocol (``T`` parties):
 
     * setup: each party sends ``|x_i^(j)|^2`` of its rows (the server needs ``L``); the server sends
       the step and the seed; the last party sends ``-y`` (the residuals at ``theta = 0``), the
@@ -111,7 +112,7 @@ class VerticalRidge(BaseEstimator):
     ----------
     alpha : float >= 0, default=1.0
         Penalty ``alpha |theta|^2`` added to the (weighted) sum of squared residuals; absolute, not
-        per row (the paper's ``lambda = 0.1 n`` is ``alpha=0.1 * n``).
+        per row (the ``lambda = 0.1 n`` of [VFLC] Section 6 is ``alpha=0.1 * n``).
     solver : {"central", "saga"}, default="central"
         "central": the parties send the rows used (and the last party their labels) to the server,
         which solves the weighted normal equations in closed form (:func:`ridge_central`).

@@ -2,8 +2,9 @@
 algorithm objects, so each method has one implementation whether it runs in one process or
 across Flower nodes.
 
-Flower's built-in secure aggregation (SecAgg+) sums dense vectors modulo 2**k, so MUFC's sparse
-counts travel as fedcore's SCMA messages (uint64 ``ArrayRecord``s) instead.
+Flower's built-in secure aggregation (SecAgg+, [SecAgg+]) sums dense vectors modulo 2**k, so
+MUFC's sparse counts travel as fedcore's SCMA messages ([MUFC] Alg. 2; uint64 ``ArrayRecord``s)
+instead.
 """
 from ._common import FlowerApps, FlowerRoundError, federation_from_settings, simulate
 from .f3km import (F3KMFlowerResult, bcdkm_apps, fair_kmeans_apps, load_f3km_result,

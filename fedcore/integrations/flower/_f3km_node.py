@@ -1,6 +1,6 @@
 """Node side of the F3KM Flower apps: a party's data and its ClientApp message handlers.
 
-Each handler is one step of the client side of Alg. 5 (see :mod:`.f3km` for the messages): it
+Each handler is one step of the client side of [F3KM] Alg. 5 (see :mod:`.f3km` for the messages): it
 loads the node's :class:`~fedcore.algorithms.f3km.party.CDParty` from ``context.state`` (pickled,
 never sent), applies the server's pending decisions, computes, stores the party back and replies.
 Handlers take ``(msg, context, defaults)``: ``defaults`` are the data settings the app was built
@@ -183,7 +183,7 @@ def handle_setup(msg, context, defaults=None):
 
 def handle_seed(msg, context, defaults=None):
     """Squared distances of every row to the new k-means++ center on this party's columns
-    (``train.seed``, Alg. 3/4 line 1)."""
+    (``train.seed``, [F3KM] Alg. 3/4 line 1)."""
     node, config, _ = _step(msg, context)
     row = int(config["row"])
     node.seed_rows.append(row)
@@ -193,8 +193,8 @@ def handle_seed(msg, context, defaults=None):
 
 
 def handle_init(msg, context, defaults=None):
-    """Take the initial labels, set up the statistics (Alg. 5 line 2) and Theta at U = 0
-    (eq. (31)); report the SSE part, violation and allowance part (``train.init``)."""
+    """Take the initial labels, set up the statistics ([F3KM] Alg. 5 line 2) and Theta at U = 0
+    ([F3KM] eq. (31)); report the SSE part, violation and allowance part (``train.init``)."""
     node, config, arrays = _step(msg, context)
     p = node.party
     p.labels[:] = arrays["labels"]
@@ -213,8 +213,8 @@ def handle_init(msg, context, defaults=None):
 
 
 def handle_objectives(msg, context, defaults=None):
-    """Eq. (17) / (27)-(28) of rows lo..hi on this party's columns (``train.objectives``,
-    Alg. 5 lines 4-6)."""
+    """[F3KM] eq. (17) / (27)-(28) of rows lo..hi on this party's columns (``train.objectives``,
+    [F3KM] Alg. 5 lines 4-6)."""
     node, config, _ = _step(msg, context)
     lo, hi = int(config["lo"]), int(config["hi"])
     p = node.party
@@ -226,7 +226,7 @@ def handle_objectives(msg, context, defaults=None):
 
 
 def handle_change(msg, context, defaults=None):
-    """This party's part of the change of eq. (24) if a block's proposed labels were applied;
+    """This party's part of the change of [F3KM] eq. (24) if a block's proposed labels were applied;
     the proposals are held until the server decides (``train.change``)."""
     node, config, arrays = _step(msg, context)
     lo, hi = int(config["lo"]), int(config["hi"])
@@ -238,8 +238,9 @@ def handle_change(msg, context, defaults=None):
 
 
 def handle_duals(msg, context, defaults=None):
-    """Theta_h by eq. (31), U_h by eq. (32) (Alg. 5 lines 10-12); report the violation (33),
-    the SSE part and the allowance part at the next penalty (``train.duals``)."""
+    """Theta_h by [F3KM] eq. (31), U_h by [F3KM] eq. (32) ([F3KM] Alg. 5 lines 10-12); report the
+    violation ([F3KM] eq. (33)), the SSE part and the allowance part at the next penalty
+    (``train.duals``)."""
     node, config, _ = _step(msg, context)
     p = node.party
     p.update_dual(node.rho)

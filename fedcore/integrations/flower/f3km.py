@@ -1,4 +1,5 @@
-"""DisBCDKM (Alg. 3) and F3KM (Alg. 4/5) on Flower: one node per party of a vertical federation.
+"""DisBCDKM ([F3KM] Alg. 3) and F3KM ([F3KM] Alg. 4/5) on Flower: one node per party of a vertical
+federation.
 
 Each node holds one party's feature block (and its sensitive attributes, if any), read from its
 own context, never sent by the server: node config ``data-path`` (an ``.npz`` with the block
@@ -16,22 +17,26 @@ Messages (``train.<action>``; a failure on any node raises
 
 ``setup``       each node reports its party index, rows, features, groups and centred total sum
                 of squares (shapes and a constant of the data; not in the ledger)
-``seed``        one per k-means++ center (Alg. 3/4 line 1): the row index down, the party's
+``seed``        one per k-means++ center ([F3KM] Alg. 3/4 line 1): the row index down, the party's
                 squared distances of every row to that row up; the server samples as
                 :func:`fedcore.kmeans_plusplus` does (:func:`vertical_kmeans_plusplus`)
-``init``        the labels down; the party sets up its statistics (Alg. 5 line 2) and Theta at
-                U = 0 (eq. (31)) and sends its SSE part (F3KM: and violation and allowance part)
-``objectives``  rows lo..hi down; eq. (17) / (27)-(28) for them up (Alg. 5 lines 4-6)
-``change``      proposed labels of a block down; the party's part of the change of eq. (24) up
-``duals``       F3KM: the next penalty down; Theta_h, U_h by eqs. (31)-(32) (Alg. 5 lines
-                10-12); violation (33), SSE part and allowance part up
+``init``        the labels down; the party sets up its statistics ([F3KM] Alg. 5 line 2) and
+                Theta at U = 0 ([F3KM] eq. (31)) and sends its SSE part (F3KM: and violation and
+                allowance part)
+``objectives``  rows lo..hi down; [F3KM] eq. (17) / (27)-(28) for them up ([F3KM] Alg. 5
+                lines 4-6)
+``change``      proposed labels of a block down; the party's part of the change of
+                [F3KM] eq. (24) up
+``duals``       F3KM: the next penalty down; Theta_h, U_h by [F3KM] eqs. (31)-(32)
+                ([F3KM] Alg. 5 lines 10-12); violation ([F3KM] eq. (33)), SSE part and allowance
+                part up
 ``report``      BCDKM: the SSE part after a sweep, for ``objective_history_`` (not in the ledger,
                 as in one process)
 ``close``       each party's block of the centers and part of the SSE (and balance, bounds) for
                 publication (not in the ledger)
 
-The server's decisions (apply a block's moves, eqs. (19)/(30), or split it) travel with the next
-message, so a decision costs no message of its own. The node side (data, handlers) is in
+The server's decisions (apply a block's moves, [F3KM] eqs. (19)/(30), or split it) travel with
+the next message, so a decision costs no message of its own. The node side (data, handlers) is in
 :mod:`._f3km_node`.
 """
 import functools
@@ -446,7 +451,7 @@ def _apps(estimator, data, timeout, handlers, method=None):
 
 
 def bcdkm_apps(estimator=None, data=None, *, timeout=DEFAULT_TIMEOUT, handlers=None):
-    """A ServerApp and a ClientApp running DisBCDKM (Alg. 3) with ``estimator`` (a
+    """A ServerApp and a ClientApp running DisBCDKM ([F3KM] Alg. 3) with ``estimator`` (a
     :class:`~fedcore.algorithms.f3km.cdkm.BCDKM` or CDKM; None: from the run config's settings).
 
     Parameters
@@ -471,8 +476,9 @@ def bcdkm_apps(estimator=None, data=None, *, timeout=DEFAULT_TIMEOUT, handlers=N
 
 
 def fair_kmeans_apps(estimator=None, data=None, *, timeout=DEFAULT_TIMEOUT, handlers=None):
-    """A ServerApp and a ClientApp running F3KM (Alg. 4 on the server, Alg. 5 on each node) with
-    ``estimator`` (a :class:`~fedcore.algorithms.f3km.fair.FairKMeans`; None: from the run config).
+    """A ServerApp and a ClientApp running F3KM ([F3KM] Alg. 4 on the server, [F3KM] Alg. 5 on
+    each node) with ``estimator`` (a :class:`~fedcore.algorithms.f3km.fair.FairKMeans`; None:
+    from the run config).
 
     Parameters and result as in :func:`bcdkm_apps`; each node's sensitive attributes come from
     its data (``attribute-parties`` or its ``data-path`` file's ``groups``).

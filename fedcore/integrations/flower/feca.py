@@ -1,11 +1,12 @@
 """FeCA on Flower: one round, refined centroids and radii up, ServerAggregation at the server.
 
-The ServerApp sends every node one ``train`` message with the client settings of Alg. 1 and the
-per-client seeds; each ClientApp runs ClientUpdate and RadiusAssign (Alg. 2-4) on its own data,
-with :func:`fedcore.algorithms.feca.feca_client`, and replies with its centroids and radii; the
-server runs ServerAggregation (Alg. 5) with :func:`fedcore.algorithms.feca.feca_server`. These are
-the functions :func:`fedcore.algorithms.feca.feca` runs in one process, so the same seeds give
-the same centers, bit for bit, and the same one-round :class:`~fedcore.federation.CommLedger`.
+The ServerApp sends every node one ``train`` message with the client settings of [FeCA] Alg. 1
+and the per-client seeds; each ClientApp runs ClientUpdate and RadiusAssign ([FeCA] Alg. 2-4) on
+its own data, with :func:`fedcore.algorithms.feca.feca_client`, and replies with its centroids
+and radii; the server runs ServerAggregation ([FeCA] Alg. 5) with
+:func:`fedcore.algorithms.feca.feca_server`. These are the functions
+:func:`fedcore.algorithms.feca.feca` runs in one process, so the same seeds give the same centers,
+bit for bit, and the same one-round :class:`~fedcore.federation.CommLedger`.
 
 Two ways in:
 
@@ -41,7 +42,7 @@ __all__ = ["feca_apps", "run_feca_server", "client_train", "estimator_from_confi
            "RUN_CONFIG_KEYS", "MESSAGE_TYPE"]
 
 MESSAGE_TYPE = "train"
-_STAGE = 0  # the one round of Alg. 1, round 0 of the ledger
+_STAGE = 0  # the one round of [FeCA] Alg. 1, round 0 of the ledger
 
 RUN_CONFIG_KEYS = {
     "n-clusters": "FeCA n_clusters (required)",
@@ -70,7 +71,7 @@ _ESTIMATOR_KEYS = ("n_clusters", "client_clusters", "radius", "init", "n_init", 
 # --------------------------------------------------------------------------------------------
 
 def _request(params, seeds):
-    """The server's message: the client settings of Alg. 1 and the seed of every client."""
+    """The server's message: the client settings of [FeCA] Alg. 1 and the seed of every client."""
     from flwr.app import ConfigRecord, RecordDict
     return RecordDict({"feca": ConfigRecord({
         "client-clusters": int(params["client_clusters"]), "radius": params["radius"],
@@ -80,7 +81,7 @@ def _request(params, seeds):
 
 
 def _client_reply(request, cfg):
-    """Alg. 1 lines 3-4 on this node's partition: the reply ``RecordDict``.
+    """[FeCA] Alg. 1 lines 3-4 on this node's partition: the reply ``RecordDict``.
 
     ``request`` is the ``"feca"`` ConfigRecord of :func:`_request`; ``cfg`` the node's settings.
     """
@@ -148,7 +149,7 @@ def _by_partition(replies, n_clients):
 
 
 def run_feca_server(grid, estimator, n_clients, timeout=DEFAULT_TIMEOUT):
-    """Alg. 1 at the server of a Flower run: returns a new fitted :class:`~fedcore.FeCA`.
+    """[FeCA] Alg. 1 at the server of a Flower run: returns a new fitted :class:`~fedcore.FeCA`.
 
     Waits for ``n_clients`` nodes, draws one seed per client from ``estimator.random_state`` as
     :func:`~fedcore.algorithms.feca.feca` does, sends the request, and aggregates the replies in

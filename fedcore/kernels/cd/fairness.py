@@ -1,4 +1,4 @@
-"""Fairness terms of F3KM (eqs. (27)-(28), (30)) for the coordinate-descent k-means kernels.
+"""Fairness terms of [F3KM] eqs. (27)-(28), (30) for the coordinate-descent k-means kernels.
 
 The per-cluster group-ratio penalty and its change under moves, in the factored form the row
 objectives of ``cd_kmeans.py`` use.
@@ -36,13 +36,13 @@ def _ratio_term(c, n, p, theta, u, rho, remove):
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def fair_tables(group_counts, counts, theta, u, rho, fair_scale, base, correction):
-    """Per-cluster fairness terms of eqs. (27)-(28) for the current statistics.
+    """Per-cluster fairness terms of [F3KM] eqs. (27)-(28) for the current statistics.
 
     The fairness part of ``phi(i, m)`` is ``base[w, m] + sum_a correction[w, codes[i, a], m]``
-    with ``w = 1`` when ``m`` is the row's own cluster (eq. (27)) and ``w = 0`` otherwise
-    (eq. (28)): ``base`` sums every group's term as if the row were not a member, ``correction``
-    swaps in the member's term for the row's own groups (one per attribute). O(L k) per call, so
-    a row costs O(A k) instead of O(L k).
+    with ``w = 1`` when ``m`` is the row's own cluster ([F3KM] eq. (27)) and ``w = 0`` otherwise
+    ([F3KM] eq. (28)): ``base`` sums every group's term as if the row were not a member,
+    ``correction`` swaps in the member's term for the row's own groups (one per attribute).
+    O(L k) per call, so a row costs O(A k) instead of O(L k).
 
     Parameters
     ----------
@@ -89,8 +89,8 @@ def _pair_change(c0, n0, c1, n1, theta, u, rho):
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def fairness_change(group_counts, counts, dgroups, dcounts, theta, u, rho, fair_scale):
-    """Change of the fairness part of the Lagrangian (24) under the deltas of :func:`move_deltas`,
-    times ``fair_scale``. IN only."""
+    """Change of the fairness part of the Lagrangian ([F3KM] eq. (24)) under the deltas of
+    :func:`move_deltas`, times ``fair_scale``. IN only."""
     L, k = group_counts.shape
     total = 0.0
     for m in range(k):
@@ -106,7 +106,8 @@ def fairness_change(group_counts, counts, dgroups, dcounts, theta, u, rho, fair_
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def fairness_lagrangian(group_counts, counts, theta, u, rho):
-    """Fairness part of eq. (24), ``sum over non-empty m, l of u (theta - c/n) + rho/2 (...)^2``."""
+    """Fairness part of [F3KM] eq. (24),
+    ``sum over non-empty m, l of u (theta - c/n) + rho/2 (...)^2``."""
     L, k = group_counts.shape
     total = 0.0
     for m in range(k):

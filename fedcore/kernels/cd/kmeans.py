@@ -1,39 +1,40 @@
 """Coordinate-descent k-means kernels: CDKM, BCDKM, DisBCDKM and the F3KM augmented Lagrangian.
 
-Notation (F3KM paper, Sec. 3-4). ``F`` is the one-hot indicator matrix, stored as ``labels``. Per
+Notation ([F3KM] Sections 3-4). ``F`` is the one-hot indicator matrix, stored as ``labels``. Per
 party ``h`` (one party on a single machine) the cached statistics are
 
 ``sums[m]``      X_h f_m                 (d_h,)  sum of the party's columns over cluster m
 ``counts[m]``    f_m^T f_m               int     cluster size
-``sqnorms[m]``   f_m^T X_h^T X_h f_m     float   ``|sums[m]|^2``, kept by the updates of eq. (11)
+``sqnorms[m]``   f_m^T X_h^T X_h f_m     float   ``|sums[m]|^2``, kept by [F3KM] eq. (11) updates
 ``xx[i]``        (x_i^h)^T x_i^h         float   row norms, computed once
 ``group_counts[l, m]``  (p_l^h)^T f_m    int     members of protected group l in cluster m
 
-All of them are taken on *centred* columns, ``x - shift`` with ``shift`` the column means. Eq. (4)
-is invariant to the shift up to a constant, and centring keeps the cached terms of order of the
-spread of the data instead of its distance from the origin.
+All of them are taken on *centred* columns, ``x - shift`` with ``shift`` the column means.
+[F3KM] eq. (4) is invariant to the shift up to a constant, and centring keeps the cached terms of
+order of the spread of the data instead of its distance from the origin.
 
-Row objectives ``phi(i, m) = L(F_i^(m)) - L(F_i^(0))`` (eq. (6) and (26)) are written in a form in
-which the O(n |c|^2) parts of eq. (9) cancel analytically:
+Row objectives ``phi(i, m) = L(F_i^(m)) - L(F_i^(0))`` ([F3KM] eqs. (6) and (26)) are written in a
+form in which the O(n |c|^2) parts of [F3KM] eq. (9) cancel analytically:
 
-* ``m == r`` (the row's own cluster):  ``Q/(n(n-1)) + (xx - 2 x.S)/(n-1)``   (eqs. (7), (9), (17))
-* ``m != r``:                          ``Q/(n(n+1)) - (2 x.S + xx)/(n+1)``   (eqs. (8), (9), (17))
+* ``m == r`` (the row's cluster): ``Q/(n(n-1)) + (xx - 2 x.S)/(n-1)``  ([F3KM] eqs. (7), (9), (17))
+* ``m != r``:                     ``Q/(n(n+1)) - (2 x.S + xx)/(n+1)``  ([F3KM] eqs. (8), (9), (17))
 
-An empty cluster contributes 0 to eq. (4) and to the Lagrangian (24) (the ``0/0`` terms are 0), so
-``phi(i, m) = -xx`` for an empty ``m`` and ``phi(i, r) = -xx`` for a row alone in its cluster. The
-fairness part of eqs. (27)-(28), in the factored form of the paper, with ``D`` the change of the
-group ratio ``p_l^T f / f^T f`` caused by the move, is ``-u D + rho/2 D (r_new + r_old - 2 theta)``,
-summed over the party's groups and multiplied by ``fair_scale``.
+An empty cluster contributes 0 to [F3KM] eq. (4) and to the Lagrangian of [F3KM] eq. (24) (the
+``0/0`` terms are 0), so ``phi(i, m) = -xx`` for an empty ``m`` and ``phi(i, r) = -xx`` for a row
+alone in its cluster. The fairness part of [F3KM] eqs. (27)-(28), in the factored form of [F3KM],
+with ``D`` the change of the group ratio ``p_l^T f / f^T f`` caused by the move, is
+``-u D + rho/2 D (r_new + r_old - 2 theta)``, summed over the party's groups and multiplied by
+``fair_scale``.
 
-Block semantics (Alg. 2/3): the rows of one range are all evaluated against the same statistics
-(Jacobi), then moved; ranges are processed in order (Gauss-Seidel). A row alone in its cluster
-never moves, and within a range a move that would empty its cluster (counted in row order) is
-dropped, so clusters never become empty. A row moves only if some cluster beats its own by more
+Block semantics ([F3KM] Alg. 2/3): the rows of one range are all evaluated against the same
+statistics (Jacobi), then moved; ranges are processed in order (Gauss-Seidel). A row alone in its
+cluster never moves, and within a range a move that would empty its cluster (counted in row order)
+is dropped, so clusters never become empty. A row moves only if some cluster beats its own by more
 than ``tol``; it then goes to the lowest-index cluster within ``tol`` of the best, so decisions do
 not depend on rounding (and agree between one party and several). A range whose joint move does
 not lower the Lagrangian by more than ``tol`` is split in two halves, processed in order
 (:func:`bcd_sweep`); a range of one row, or one proposing a single move, is never split, since a
-single move lowers the Lagrangian by exactly its ``phi`` difference. The paper is silent on this
+single move lowers the Lagrangian by exactly its ``phi`` difference. [F3KM] is silent on this
 safeguard; without it a Jacobi block can raise the objective (see ``tests/test_cdkm.py``).
 """
 import numpy as np
@@ -137,9 +138,9 @@ def bcd_row_objectives(X, shift, xx, lo, hi, labels, sums, counts, sqnorms, code
                        correction, out):
     """ADD one party's ``phi(i, m)`` for rows ``lo <= i < hi`` into ``out[i - lo, m]``.
 
-    Eq. (9) on one machine, eq. (17) per party, eqs. (27)-(28) with the fairness tables of
-    :func:`fair_tables` (all zeros, or ``L = 0``, for plain k-means). Rows are independent, so
-    the rows of a large range are spread over threads without changing any bit.
+    [F3KM] eq. (9) on one machine, [F3KM] eq. (17) per party, [F3KM] eqs. (27)-(28) with the
+    fairness tables of :func:`fair_tables` (all zeros, or ``L = 0``, for plain k-means). Rows are
+    independent, so the rows of a large range are spread over threads without changing any bit.
 
     Parameters
     ----------
@@ -151,7 +152,7 @@ def bcd_row_objectives(X, shift, xx, lo, hi, labels, sums, counts, sqnorms, code
     sums, counts, sqnorms, codes       IN, statistics as in :func:`cluster_statistics`
     base, correction                   IN, from :func:`fair_tables`
     out : float64 (>= hi - lo, k)      IN/OUT, the party's objectives are added (the server's sum
-                                       over parties of eq. (18)/(29))
+                                       over parties of [F3KM] eq. (18)/(29))
     """
     if hi - lo > 2 * CHUNK_SIZE:
         _row_objectives_parallel(X, shift, xx, lo, hi, labels, sums, counts, sqnorms, codes,
@@ -163,7 +164,7 @@ def bcd_row_objectives(X, shift, xx, lo, hi, labels, sums, counts, sqnorms, code
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def choose_moves(phi, lo, hi, labels, tentative, tol, new_labels, offset):
-    """Server side of eqs. (10)/(18)/(29): the new label of each row of a segment.
+    """Server side of [F3KM] eqs. (10)/(18)/(29): the new label of each row of a segment.
 
     Row ``i`` keeps its label ``r`` unless ``phi[i - lo, r]`` exceeds the minimum by more than
     ``tol``; it then takes the lowest-index cluster within ``tol`` of the minimum. A row whose
@@ -237,7 +238,8 @@ def move_deltas(X, shift, lo, hi, labels, new_labels, offset, codes, dsums, dcou
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def objective_change(sums, counts, sqnorms, dsums, dcounts):
-    """Change of eq. (4) (one party's part, eq. (15)) under the deltas of :func:`move_deltas`.
+    """Change of [F3KM] eq. (4) (one party's part, [F3KM] eq. (15)) under the deltas of
+    :func:`move_deltas`.
 
     For each cluster, ``|S + dS|^2/(n + dn) - Q/n = (n(2 S.dS + |dS|^2) - dn Q)/(n(n + dn))``,
     which has no cancellation of O(n |c|^2) terms. IN only; returns the change of
@@ -270,10 +272,10 @@ def apply_moves(X, shift, xx, lo, hi, labels, new_labels, offset, sums, counts, 
                 group_counts):
     """Move rows lo..hi to ``new_labels`` in row order, updating one party's statistics.
 
-    Eq. (11) / (19): ``Q_r -= 2 x.S_r - xx``, ``S_r -= x``, ``n_r -= 1`` and ``Q_s += 2 x.S_s + xx``,
-    ``S_s += x``, ``n_s += 1`` (each dot product taken before its sum changes), and eq. (30) for the
-    group counts. ``labels`` is IN only (the server commits the labels). ``sums``, ``counts``,
-    ``sqnorms`` and ``group_counts`` are IN/OUT.
+    [F3KM] eq. (11) / (19): ``Q_r -= 2 x.S_r - xx``, ``S_r -= x``, ``n_r -= 1`` and
+    ``Q_s += 2 x.S_s + xx``, ``S_s += x``, ``n_s += 1`` (each dot product taken before its sum
+    changes), and [F3KM] eq. (30) for the group counts. ``labels`` is IN only (the server commits
+    the labels). ``sums``, ``counts``, ``sqnorms`` and ``group_counts`` are IN/OUT.
     """
     d = X.shape[1]
     xc = np.empty(d)
@@ -317,15 +319,17 @@ def _propose(X, shift, xx, lo, hi, block_lo, labels, sums, counts, sqnorms, code
 @njit(cache=NUMBA_CACHE, nogil=True)
 def bcd_sweep(X, shift, xx, labels, sums, counts, sqnorms, codes, group_counts, theta, u, rho,
               fair_scale, block_size, tol, phi, new_labels):
-    """One sweep of BCDKM (Alg. 2 lines 5-8) or of the F-step of F3KM (Alg. 4 lines 6-10).
+    """One sweep of BCDKM ([F3KM] Alg. 2 lines 5-8) or of the F-step of F3KM ([F3KM] Alg. 4
+    lines 6-10).
 
     Blocks of ``block_size`` consecutive rows are processed in order. Each range is evaluated
     against the current statistics (:func:`bcd_row_objectives`), its moves chosen
     (:func:`choose_moves`), and applied (:func:`apply_moves`) if they lower the Lagrangian
     (``objective_change + fairness_change``) by more than ``tol``; otherwise the range is split
-    in two halves, processed in order. ``block_size = 1`` is CDKM (Alg. 1). A half is evaluated
-    afresh only if some move was applied since its proposals were made; otherwise they are the
-    ones a fresh evaluation would give (same statistics, and its moves were proposed first).
+    in two halves, processed in order. ``block_size = 1`` is CDKM ([F3KM] Alg. 1). A half is
+    evaluated afresh only if some move was applied since its proposals were made; otherwise they
+    are the ones a fresh evaluation would give (same statistics, and its moves were proposed
+    first).
 
     Parameters
     ----------
@@ -456,7 +460,8 @@ Per-chunk partials merged in chunk order: the same bits for any thread count.
 """
 partition_sse = njit(cache=NUMBA_CACHE, nogil=True, parallel=True)(
     renamed(_partition_sse, "_parallel"))
-partition_sse.__doc__ = """Return ``sum_i |X[i] - centers[labels[i]]|^2`` (eq. (1)), chunked and merged in order.
+partition_sse.__doc__ = """Return ``sum_i |X[i] - centers[labels[i]]|^2`` ([F3KM] eq. (1)), chunked
+and merged in order.
 
 IN ``X`` float32/float64 (n, d), ``labels`` int64 (n,), ``centers`` float64 (k, d).
 """

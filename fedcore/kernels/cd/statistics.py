@@ -1,4 +1,4 @@
-"""Statistics for the coordinate-descent k-means kernels (F3KM eqs. (6)-(8)): column moments
+"""Statistics for the coordinate-descent k-means kernels ([F3KM] eqs. (6)-(8)): column moments
 and per-cluster sums, counts, squared norms and group counts."""
 import numpy as np
 from numba import njit, prange
@@ -49,7 +49,8 @@ def _centered_sq_norms(X, shift, out):
 
 centered_sq_norms = njit(cache=NUMBA_CACHE, nogil=True, parallel=True)(
     renamed(_centered_sq_norms, "_parallel"))
-centered_sq_norms.__doc__ = """OUT ``out`` float64 (n,): ``|X[i] - shift|^2`` (the x_i^T x_i of Alg. 1 line 2).
+centered_sq_norms.__doc__ = """OUT ``out`` float64 (n,): ``|X[i] - shift|^2`` (the x_i^T x_i of
+[F3KM] Alg. 1 line 2).
 
 IN ``X`` float32/float64 (n, d), ``shift`` float64 (d,).
 """
@@ -57,7 +58,7 @@ IN ``X`` float32/float64 (n, d), ``shift`` float64 (d,).
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def cluster_statistics(X, shift, labels, codes, sums, counts, sqnorms, group_counts):
-    """Statistics of Alg. 1 line 2 / Alg. 5 line 2 from scratch, in row order.
+    """Statistics of [F3KM] Alg. 1 line 2 / [F3KM] Alg. 5 line 2 from scratch, in row order.
 
     Parameters
     ----------

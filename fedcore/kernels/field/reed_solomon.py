@@ -1,8 +1,9 @@
-"""Reed-Solomon syndrome decoding over F_p, the server side of SCMA (MUFC paper, Alg. 2).
+"""Reed-Solomon syndrome decoding over F_p, the server side of SCMA ([MUFC] Alg. 2).
 
 A sparse vector with nonzero values q_j at distinct nonzero points X_j is summarised by its
-power-sum syndromes S_i = sum_j q_j X_j**(i-1), i = 1..s (Alg. 2 line 2). From 2t syndromes of a
-vector with at most t nonzeros the server recovers it exactly (Alg. 2 line 3, App. J):
+power-sum syndromes S_i = sum_j q_j X_j**(i-1), i = 1..s ([MUFC] Alg. 2 line 2). From 2t syndromes
+of a vector with at most t nonzeros the server recovers it exactly ([MUFC] Alg. 2 line 3,
+[MUFC] Appendix J):
 
 1. ``berlekamp_massey``: the shortest linear recurrence, whose connection polynomial is the error
    locator Lambda(x) = prod_j (1 - X_j x);
@@ -45,7 +46,8 @@ def power_sums(points, weights, start, out, p):
     """Weighted power sums (syndromes) of several channels over the same points.
 
     ``out[c, i] = sum_j weights[c, j] * points[j]**(start + i)``, i.e. S_{start+i+1} of channel c
-    (Alg. 2 line 2 without the mask). Cost O(n * K * (C + 1)) with lazy 128-bit accumulation.
+    ([MUFC] Alg. 2 line 2 without the mask). Cost O(n * K * (C + 1)) with lazy 128-bit
+    accumulation.
 
     Parameters
     ----------
@@ -98,7 +100,8 @@ def power_sums(points, weights, start, out, p):
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def berlekamp_massey(s, lam, p):
-    """Shortest linear recurrence of a sequence (Massey, 1969): the error locator of Alg. 2 line 3.
+    """Shortest linear recurrence of a sequence (Massey, 1969): the error locator of [MUFC] Alg. 2
+    line 3.
 
     Parameters
     ----------
@@ -388,7 +391,7 @@ def _split_roots(h, d, out, n_roots, seed, ctx, limit):
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def forney_magnitudes(s, lam, L, points, out, p):
-    """Error magnitudes by Forney's formula (values of the aggregate, Alg. 2 line 3).
+    """Error magnitudes by Forney's formula (values of the aggregate, [MUFC] Alg. 2 line 3).
 
     With S(x) = sum_i s[i] x**i and Omega(x) = S(x) Lambda(x) mod x**L,
     q_j = -X_j Omega(X_j**-1) / Lambda'(X_j**-1), since S(x) = sum_j q_j / (1 - X_j x).
@@ -442,7 +445,8 @@ def forney_magnitudes(s, lam, L, points, out, p):
 def solve_transposed_vandermonde(x, b, p):
     """Solve sum_j y_j x_j**i = b_i (i < m) for many right-hand sides, in place (Bjorck-Pereyra).
 
-    The matrix V[i, j] = x_j**i is the one of Alg. 2 line 3 (unknown magnitudes, known points).
+    The matrix V[i, j] = x_j**i is the one of [MUFC] Alg. 2 line 3 (unknown magnitudes, known
+    points).
     This is the dual Bjorck-Pereyra algorithm (Golub and Van Loan, Matrix Computations, Alg. 4.6.2):
     O(m**2) per right-hand side, with the m(m-1)/2 divisions done once per k by batch inversion and
     shared by all columns.

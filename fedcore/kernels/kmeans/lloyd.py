@@ -6,7 +6,7 @@ The distance that decides a label is always the exact kernel's (a sum of squared
 feature order, :func:`~fedcore.kernels.kmeans.distances.own_distance`); two devices only decide which
 distances need computing, never their values:
 
-* **Bounds** (Hamerly 2010): each row keeps a lower bound on its distance to every center but its
+* **Bounds** ([Hamerly]): each row keeps a lower bound on its distance to every center but its
   own; a row whose own distance plus a margin is below that bound, or below half the distance from
   its center to the nearest other center, keeps its label after one exact distance.
 * **Screening** (:class:`Screen`): the rows that remain are gathered into blocks of
@@ -340,7 +340,7 @@ def lloyd_iteration(X, weights, centers, labels, distances, center_sums, weight_
     Returns
     -------
     inertia : float
-        ``sum_i weights[i] * distances[i]`` for the given centers (MUFC eq. (1), weighted).
+        ``sum_i weights[i] * distances[i]`` for the given centers ([MUFC] eq. (1), weighted).
     """
     return _one_estep(_lloyd_loop, X, weights, centers, labels, distances, center_sums,
                       weight_sums)
@@ -358,7 +358,7 @@ def _one_estep(loop, X, weights, centers, labels, distances, center_sums, weight
 @njit(cache=NUMBA_CACHE, nogil=True)
 def half_separation(centers, out):
     """OUT ``out`` float64 (k,): half the distance from each center to its nearest other center
-    (+inf when k = 1), the ``s(c) / 2`` of Hamerly's bound test.
+    (+inf when k = 1), the ``s(c) / 2`` of the bound test of [Hamerly].
 
     IN ``centers`` float64 (k, d).
     """
@@ -473,8 +473,8 @@ def _update_centers(centers, center_sums, weight_sums, take_prior, dirty, next_p
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def _loosen_bounds(labels, lower, drifts):
-    """Hamerly's bound update: each row's lower bound drops by the largest move of a center other
-    than its own."""
+    """The bound update of [Hamerly]: each row's lower bound drops by the largest move of a center
+    other than its own."""
     top, top_j, runner = top_two(drifts)
     for i in range(labels.shape[0]):
         lower[i] -= runner if labels[i] == top_j else top

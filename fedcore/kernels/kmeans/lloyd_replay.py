@@ -74,8 +74,8 @@ def center_moves(centers, old_centers, moves):
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def prime_bounds(moves, top_j, top, runner, old_labels, old_lower, rows, labels, lower):
-    """Hamerly bounds of this E-step from the prior's: ``rows[i]`` is row ``i``'s prior row (-1:
-    none, bound 0, the row is scanned)."""
+    """Bounds ([Hamerly]) of this E-step from the prior's: ``rows[i]`` is row ``i``'s prior row
+    (-1: none, bound 0, the row is scanned)."""
     for i in range(rows.shape[0]):
         o = rows[i]
         lower[i] = 0.0

@@ -4,7 +4,7 @@ Sampling is defined on fixed chunks of ``CHUNK_SIZE`` rows (see :func:`pick_inde
 picked for a given uniform depends on the data and the uniform only, never on the thread count.
 The same definition serves the first draw (by weight), D^2 draws, the candidates of greedy
 k-means++, the degenerate draw (by weight among rows not yet chosen) and the redraws of exact
-unlearning (MUFC Alg. 3 lines 11-14), where removed rows simply carry weight 0.
+unlearning ([MUFC] Alg. 3 lines 11-14), where removed rows simply carry weight 0.
 
 Every squared distance is the sequential float64 sum of ``(x_f - c_f)^2`` in feature order. The
 multi-center kernels get their speed from computing many such sums side by side (several rows,
