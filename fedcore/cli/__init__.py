@@ -1,4 +1,4 @@
-"""The ``fedcore`` command: the main job (:mod:`.mainjob`) and its Flower run (:mod:`.flowerjob`)."""
+"""The ``fedcore`` command: the main job (:mod:`.mainjob`), its Flower run (:mod:`.flowerjob`)."""
 from .main import main
 
 __all__ = ["main"]

@@ -1,4 +1,4 @@
-"""What the command line prints: a progress bar on stderr and two-column tables."""
+"""What the command line prints: a progress bar on stderr and aligned tables."""
 import sys
 
 __all__ = ["progress", "table"]
@@ -17,6 +17,14 @@ def progress(i, total, label, stream=sys.stderr):
 
 
 def table(rows):
-    """(name, value) rows as two aligned columns."""
-    width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+    """Rows of two or more cells as aligned columns.
+
+    A cell is padded to its column's width unless it ends its row, so a long last cell (e.g. a
+    description) does not widen the columns of shorter rows.
+    """
+    widths = {}
+    for row in rows:
+        for j, cell in enumerate(row[:-1]):
+            widths[j] = max(widths.get(j, 0), len(cell))
+    return "\n".join("  ".join([*(c.ljust(widths[j]) for j, c in enumerate(row[:-1])), row[-1]])
+                     for row in rows)
