@@ -3,7 +3,8 @@ Averaging ([MAvg]) and FFCM ([FFCM])."""
 from .dckmeans import DCKMeans
 from .ffcm import FFCM, FFCMResult, fcm_statistics, ffcm, fuzzy_c_means
 from .kfed import KFed, KFedResult, farthest_point_init, kfed
-from .match_averaging import MatchAveraging, MatchAveragingResult, match_average_centers, match_averaging
+from .match_averaging import (MatchAveraging, MatchAveragingResult, match_average_centers,
+                              match_averaging)
 
 __all__ = ["DCKMeans", "FFCM", "FFCMResult", "KFed", "KFedResult", "MatchAveraging",
            "MatchAveragingResult", "farthest_point_init", "fcm_statistics", "ffcm",
