@@ -10,8 +10,10 @@ from .algorithms import *  # noqa: E402,F401,F403
 from .algorithms import __all__ as _algorithms_all  # noqa: E402
 from .federation import (CommLedger, HorizontalFederation, VerticalFederation,  # noqa: E402
                          partition)
+from .persistence import load  # noqa: E402
 from .secagg import SCMAClient, SCMADecodeError, SCMAServer, SCMASetup  # noqa: E402
 
 __all__ = sorted(_algorithms_all + [
     "CommLedger", "HorizontalFederation", "SCMAClient", "SCMADecodeError", "SCMAServer",
-    "SCMASetup", "VerticalFederation", "datasets", "metrics", "partition", "__version__"])
+    "SCMASetup", "VerticalFederation", "datasets", "load", "metrics", "partition",
+    "__version__"])
