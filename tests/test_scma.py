@@ -90,7 +90,7 @@ def scma_problem(draw):
     pool = sorted(pool)
     per_client = max(1, (p - 1) // n_clients)
     setup = SCMASetup(n_clients, capacity, prime=p, check_syndromes=draw(st.integers(0, 3)),
-                      max_count=min(p - 1, per_client * n_clients),
+                      max_count=per_client,
                       n_shards=draw(st.sampled_from([1, 1, 2, 3])),
                       random_state=draw(st.integers(0, 2**32)), **kw)
     participants = sorted(draw(st.sets(st.integers(0, n_clients - 1), min_size=1)))
@@ -164,12 +164,12 @@ def test_public_config_rebuilds_the_public_setup(kw):
     kw = dict({"capacity": 4}, **kw)
     setup = SCMASetup(3, random_state=7, **kw)
     config = setup.public_config()
-    assert all(v is None or isinstance(v, (int, float)) for v in config.values())
-    assert all(v is None or abs(v) < 2**63 for v in config.values())
+    assert all(v is None or isinstance(v, (int, float, str)) for v in config.values())
+    assert all(abs(v) < 2**63 for v in config.values() if isinstance(v, (int, float)))
     public = SCMASetup.from_public_config(config)
     same = setup.public()
     for name in ("prime", "nonce", "hash_key", "shard_key", "n_shards", "shard_capacity",
-                 "message_length", "n_chunks", "max_count"):
+                 "message_length", "n_chunks", "max_count", "setup_id", "mask_generator"):
         assert getattr(public, name) == getattr(same, name), name
     bins = [[1, 2, 3], [4, 5, 6]] if "n_dims" in kw else [1, 2]
     msgs = [SCMAClient(l, setup).encode(bins[:1 + (l > 0)], [1] * (1 + (l > 0)), round=0)
@@ -410,16 +410,19 @@ def test_failure_reasons_are_named():
         server.decode_sum(spike)
     with pytest.raises(SCMADecodeError, match="distinct roots|check syndromes"):
         server.decode_sum(unmasked_total(setup, [1, 2, 3, 4, 5, 6, 7], [1] * 7))
-    with pytest.raises(SCMADecodeError, match=r"outside \[1, max_count=10\]"):
-        server.decode_sum(unmasked_total(setup, [5], [11]))
+    with pytest.raises(SCMADecodeError, match=r"outside \[1, 20\].*max_count=10"):
+        server.decode_sum(unmasked_total(setup, [5], [21]))  # 2 clients * max_count 10
     with pytest.raises(SCMADecodeError, match="not a bin of the index space"):
         server.decode_sum(unmasked_total(setup, [5000], [1]))
     with pytest.raises(SCMADecodeError, match="check syndromes|distinct roots|outside"):
         server.decode_sum(unmasked_total(setup, [1, 2, 3, 4], [1] * 4))
+    # max_count bounds each client: 6 + 6 = 12 > 10 is a valid sum; one sender's bound is 10
     msgs = [SCMAClient(0, setup).encode([1], [6], round=0),
             SCMAClient(1, setup).encode([1], [6], round=0)]
-    with pytest.raises(SCMADecodeError, match="max_count"):
-        SCMAServer(setup).decode(msgs, round=0)
+    bins, counts = SCMAServer(setup).decode(msgs, round=0)
+    assert bins.tolist() == [1] and counts.tolist() == [12]
+    with pytest.raises(SCMADecodeError, match=r"outside \[1, 10\]"):
+        server.decode_sum(unmasked_total(setup, [5], [11]), n_senders=1)
 
 
 def test_mismatched_participants_raise():
@@ -463,8 +466,8 @@ def test_empirical_false_acceptance_within_the_stated_bound():
     # With p = 101, t = 2 and c = 1 check syndrome, the stated bound is t / p ~ 2%. Over 1500
     # seeded over-capacity trials the wrong-answer rate must stay below 3x the bound (binomial
     # tail of a 2% rate exceeding 6%: below 1e-12).
-    setup = SCMASetup(2, 2, prime=101, index_space=100, check_syndromes=1, max_count=100,
-                      random_state=0)
+    setup = SCMASetup(2, 2, prime=101, index_space=100, check_syndromes=1, max_count=50,
+                      random_state=0)  # decoded counts in [1, 2 * 50]
     server = SCMAServer(setup)
     rng = np.random.default_rng(1)
     wrong = 0

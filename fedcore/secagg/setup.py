@@ -1,5 +1,7 @@
-"""Public parameters of SCMA: field, index space, capacity, shards, hash keys and pairwise seeds."""
+"""Public parameters of SCMA (field, index space, capacity, shards, hash keys, setup identifier)
+and, in an in-process simulation, every client's key material."""
 import math
+import secrets
 
 import numpy as np
 from scipy.stats import binom
@@ -8,7 +10,14 @@ from .._validation import check_int, check_random_state, check_scalar
 from ..kernels.field.arithmetic import MAX_PRIME, MERSENNE_61, is_prime
 from ..kernels.field.polynomial import poly_eval_rows
 
-__all__ = ["SCMASetup"]
+from . import _prg, _streams
+from ._simulation import KeyDirectory, Simulation
+
+__all__ = ["SCMASetup", "MASK_GENERATORS"]
+
+MASK_GENERATORS = ("chacha20", "pcg64")
+"""Mask generators: ``"chacha20"`` (default; X25519 + HKDF-SHA256 pair keys, ChaCha20 streams) and
+``"pcg64"`` (seeded, NOT cryptographic, reproducible simulations only)."""
 
 _AUTO_SHARD_LOAD = 256      # expected nonzero bins per shard when sharding is automatic
 _AUTO_SHARD_ABOVE = 512     # automatic sharding starts above this capacity
@@ -37,13 +46,24 @@ def shard_capacity_for(capacity, n_shards, overflow_probability):
 
 
 class SCMASetup:
-    """Public parameters and pairwise seeds of secure compressed multiset aggregation (SCMA).
+    """Public parameters (and simulated client keys) of secure compressed multiset aggregation.
 
-    SCMA (MUFC paper, Section 4.1, Alg. 2) lets ``n_clients`` clients send the server the exact
-    sum of their sparse non-negative integer vectors (bins -> counts) while the server learns
-    nothing else: each client sends power-sum syndromes S_i = sum_j q_j X_j**(i-1) of its vector,
-    masked by pairwise zero-sum noise; the server adds the messages and decodes the sum with
+    SCMA ([MUFC] Section 4.1, Alg. 2) lets ``n_clients`` clients send the server the exact sum of
+    their sparse non-negative integer vectors (bins -> counts) while the server learns nothing
+    else: each client sends power-sum syndromes S_i = sum_j q_j X_j**(i-1) of its vector, masked
+    by pairwise zero-sum noise; the server adds the messages and decodes the sum with
     Berlekamp-Massey, root finding and Forney's formula (Reed-Solomon decoding).
+
+    Masks ([SecAgg] pairwise masking): clients a < b agree a key by X25519 and HKDF-SHA256 (the
+    setup identifier and the pair in the HKDF info); their mask stream of round r is the ChaCha20
+    keystream under that key with the round in the nonce, read as uniform elements of F_p
+    (rejection sampling, no modulo bias); a adds it, b subtracts it. A setup built here holds every
+    client's key pair (drawn from OS entropy on first use): it simulates all clients in one
+    process and makes a round's masks with each pair's stream generated once
+    (:meth:`round_masks`). A deployment gives each client its own key instead
+    (``SCMAClient(..., private_key=..., public_keys=...)``) and the server :meth:`public`. The
+    decoded sums never depend on the masks, so they are reproducible from ``random_state`` alone.
+    See ``docs/security.md`` for the threat model.
 
     Parameters
     ----------
@@ -61,9 +81,11 @@ class SCMASetup:
     check_syndromes : int, default 2
         Extra syndromes c per shard that the decoded vector must reproduce.
     max_count : int, optional
-        Largest count of a bin in the sum, at most p - 1. Clients reject larger counts and the
-        server rejects decoded counts outside [1, max_count]. Default ``(p - 1) // n_clients``
-        (at least 1), which makes wrap-around modulo p impossible (``wraparound_safe``).
+        Largest count of a bin in one client's vector. Clients reject larger counts (and repeated
+        bins summing above it); the server rejects decoded counts outside
+        [1, n_senders * max_count]. The aggregate bound must stay below the field:
+        ``n_clients * max_count < prime``, so no count of the sum can wrap around modulo p; a
+        larger value is refused. Default ``(prime - 1) // n_clients``.
     n_shards : int, optional
         Number of shards G. Each bin belongs to one shard by a public keyed hash and each shard
         has its own syndromes, so decoding costs G times a problem of size ``shard_capacity``
@@ -72,8 +94,25 @@ class SCMASetup:
     overflow_probability : float, default 1e-9
         Bound on the probability that some shard receives more than ``shard_capacity`` of t
         nonzero bins (bins hashed independently of the key). Overflow is detected and raised.
+    mask_generator : {"chacha20", "pcg64"}, default "chacha20"
+        ``"chacha20"``: cryptographic masks (X25519 key agreement, HKDF-SHA256, ChaCha20
+        keystreams; private keys from OS entropy). ``"pcg64"``: NOT cryptographic, simulations
+        only: NumPy PCG64 streams seeded from ``random_state``, so every mask is a function of the
+        seed (reproducible message for message, the masks of earlier fedcore versions bit for
+        bit); no faster than ChaCha20 (a PCG64 stream is seeded afresh for every pair and round).
+    dropout_threshold : int, optional
+        Dropout tolerance ([SecAgg], simplified to an honest-but-curious server without double
+        masking): with t = ``dropout_threshold``, clients draw a fresh X25519 key pair every round
+        (the pair keys then also bind the round) and Shamir-share its private key t-of-n among the
+        round's participants. If up to n - t participants drop after the masks were agreed, t
+        survivors' shares rebuild the dropped clients' round keys and the server removes their
+        masks (``SCMAServer.decode(..., dropped=..., unmask_shares=...)``); one more drop is
+        refused. Revealing a round key exposes that round's masks only. None (default): no
+        tolerance, one key pair per client for the whole setup, every participant must send.
+        Needs ``mask_generator="chacha20"``; 1 <= t <= n_clients.
     random_state : None, int or numpy.random.Generator
-        Source of the pairwise seeds, the setup nonce and the hash keys.
+        Source of the hash keys, the shard key and the setup nonce (and, for ``"pcg64"``, of the
+        pairwise seeds). The X25519 private keys never come from it.
 
     Attributes
     ----------
@@ -104,26 +143,31 @@ class SCMASetup:
         Probability bound that two of t distinct bins share an evaluation point
         (t (t - 1) / 2 * 3 n_chunks / (p - 1)); such a collision is detected at decode.
     wraparound_safe : bool
-        True when n_clients * max_count < p, so no aggregate count can wrap around modulo p
-        (given that clients reject counts above max_count).
+        Always True: n_clients * max_count < p is enforced, so no aggregate count can wrap around
+        modulo p (clients reject counts above max_count).
+    setup_id : int
+        Public 63-bit identifier of this setup (OS entropy; derived from ``random_state`` for
+        ``"pcg64"``). Every message carries it, every pair key is bound to it, and a server
+        refuses messages of another setup.
     """
 
     def __init__(self, n_clients, capacity, *, prime=MERSENNE_61, index_space=None, n_dims=None,
                  bins=None, check_syndromes=2, max_count=None, n_shards=None,
-                 overflow_probability=1e-9, random_state=None):
+                 overflow_probability=1e-9, mask_generator="chacha20", dropout_threshold=None,
+                 random_state=None):
         self._args = {"n_clients": n_clients, "capacity": capacity, "prime": prime,
                       "index_space": index_space, "n_dims": n_dims, "bins": bins,
                       "check_syndromes": check_syndromes, "max_count": max_count,
-                      "n_shards": n_shards, "overflow_probability": overflow_probability}
+                      "n_shards": n_shards, "overflow_probability": overflow_probability,
+                      "mask_generator": mask_generator, "dropout_threshold": dropout_threshold}
         self.n_clients = check_int(n_clients, "n_clients", min_value=1)
         self.capacity = check_int(capacity, "capacity", min_value=1)
         self.prime = p = check_int(prime, "prime", min_value=3, max_value=MAX_PRIME - 1)
         if not is_prime(p):
             raise ValueError(f"Argument 'prime' must be a prime number, got {p}")
         self.check_syndromes = check_int(check_syndromes, "check_syndromes", min_value=0)
-        if max_count is None:
-            max_count = max(1, (p - 1) // self.n_clients)
-        self.max_count = check_int(max_count, "max_count", min_value=1, max_value=p - 1)
+        self.max_count = self._check_max_count(max_count)
+        self._check_masks(mask_generator, dropout_threshold)
         self.overflow_probability = check_scalar(overflow_probability, "overflow_probability",
                                                  min_value=0.0, max_value=1.0, include_min=False)
         self._init_space(index_space, n_dims, bins)
@@ -142,10 +186,46 @@ class SCMASetup:
         self.false_accept_bound = min(1.0, self.n_shards * (t_s / p) ** c)
         self.collision_bound = min(1.0, self.capacity * (self.capacity - 1) / 2
                                    * 3 * self.n_chunks / (p - 1)) if self.hashed else 0.0
-        self.wraparound_safe = self.n_clients * self.max_count < p
+        self.wraparound_safe = True  # n_clients * max_count < p (checked above)
+        self._directory = KeyDirectory()
         self._rekey(random_state)
 
     # ------------------------------------------------------------------ construction helpers
+    def _check_max_count(self, max_count):
+        p, n = self.prime, self.n_clients
+        if max_count is None:
+            if n >= p:
+                raise ValueError(f"Argument 'n_clients' ({n}) must be below prime ({p}): the sum "
+                                 "of n_clients counts of at least 1 would wrap around modulo p")
+            return (p - 1) // n
+        max_count = check_int(max_count, "max_count", min_value=1, max_value=p - 1)
+        if n * max_count >= p:
+            raise ValueError(f"Argument 'max_count' ({max_count}) bounds each client's counts, so "
+                             f"a count of the sum can reach n_clients * max_count = {n} * "
+                             f"{max_count} = {n * max_count}, which must be below prime ({p}) to "
+                             f"rule out wrap-around modulo p; use max_count <= {(p - 1) // n} or "
+                             "a larger prime")
+        return max_count
+
+    def _check_masks(self, mask_generator, dropout_threshold):
+        if mask_generator not in MASK_GENERATORS:
+            raise ValueError(f"Argument 'mask_generator' must be one of {list(MASK_GENERATORS)}, "
+                             f"got {mask_generator!r}")
+        self.mask_generator = mask_generator
+        if dropout_threshold is not None:
+            dropout_threshold = check_int(dropout_threshold, "dropout_threshold", min_value=1,
+                                          max_value=self.n_clients)
+            if mask_generator != "chacha20":
+                raise ValueError("Argument 'dropout_threshold' needs mask_generator='chacha20' "
+                                 "(dropped clients' masks are rebuilt from their shared X25519 "
+                                 f"round keys), got mask_generator={mask_generator!r}")
+        self.dropout_threshold = dropout_threshold
+
+    @property
+    def per_round_keys(self):
+        """True when the pair keys are agreed afresh every round (dropout tolerance)."""
+        return self.dropout_threshold is not None
+
     def _init_space(self, index_space, n_dims, bins):
         p = self.prime
         if index_space is not None:
@@ -196,29 +276,56 @@ class SCMASetup:
         self.nonce = int(words[2])
         self.hash_key = (1 + int(words[3]) % (self.prime - 1), int(words[4]) % self.prime)
         self.shard_key = int(words[5])
+        if self.mask_generator == "pcg64":  # every value a function of random_state
+            ss = np.random.SeedSequence(entropy=self._master_seed, spawn_key=(2**32 - 1,))
+            self.setup_id = int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+        else:
+            self._master_seed = None  # the X25519 keys replace the seeded pairwise seeds
+            self.setup_id = secrets.randbits(63)
+        self._sim = Simulation(self.n_clients)
 
     def rekeyed(self, random_state=None):
-        """A copy with fresh hash keys, shard key, nonce and pairwise seeds (e.g. after a hash
-        collision or shard overflow). Clients and server must be rebuilt from the new setup."""
+        """A copy with fresh hash keys, shard key, nonce, setup identifier and client keys (e.g.
+        after a hash collision or shard overflow). Clients and server must be rebuilt from it."""
         new = object.__new__(SCMASetup)
         new.__dict__.update(self.__dict__)
+        new._directory = KeyDirectory()
         new._rekey(random_state)
         return new
 
     def public(self):
-        """A copy without the pairwise seeds: what the server holds in a deployment."""
+        """A copy without any client key: what the server holds in a deployment. It shares this
+        setup's directory of per-round public keys (which the server relays anyway)."""
         new = object.__new__(SCMASetup)
         new.__dict__.update(self.__dict__)
         new._master_seed = None
+        new._sim = None
         return new
 
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_last_participants"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    @property
+    def is_public(self):
+        """True when this setup holds no client keys (``public()``, ``from_public_config``)."""
+        return self._sim is None
+
     def public_config(self):
-        """The public parameters as a flat dict of ints, floats and None (for transport, e.g. in a
-        Flower ``ConfigRecord``): constructor arguments, hash and shard keys, nonce. No seeds."""
-        out = {k: (None if v is None else (float(v) if k == "overflow_probability" else int(v)))
-               for k, v in self._args.items()}
+        """The public parameters as a flat dict of ints, floats, strings and None (for transport,
+        e.g. in a Flower ``ConfigRecord``): constructor arguments, hash and shard keys, nonce,
+        setup identifier. No keys or seeds."""
+        out = {}
+        for k, v in self._args.items():
+            if v is None or k == "mask_generator":
+                out[k] = v
+            else:
+                out[k] = float(v) if k == "overflow_probability" else int(v)
         out.update(nonce=int(self.nonce), hash_key_a=int(self.hash_key[0]),
-                   hash_key_b=int(self.hash_key[1]), shard_key=int(self.shard_key))
+                   hash_key_b=int(self.hash_key[1]), shard_key=int(self.shard_key),
+                   setup_id=int(self.setup_id))
         return out
 
     @classmethod
@@ -226,28 +333,140 @@ class SCMASetup:
         """The public setup that :meth:`public_config` describes (equal to ``setup.public()``)."""
         config = dict(config)
         keys = {k: config.pop(k) for k in ("nonce", "hash_key_a", "hash_key_b", "shard_key")}
+        setup_id = config.pop("setup_id", None)
         new = cls(**config, random_state=0)
         new._master_seed = None
+        new._sim = None
         new.nonce = int(keys["nonce"])
         new.hash_key = (int(keys["hash_key_a"]), int(keys["hash_key_b"]))
         new.shard_key = int(keys["shard_key"])
+        if setup_id is None:
+            raise ValueError("Argument 'config' lacks 'setup_id' (a public_config of this "
+                             "fedcore version is needed)")
+        new.setup_id = check_int(setup_id, "setup_id", min_value=0, max_value=2**63 - 1)
         return new
 
+    def _require_keys(self):
+        if self._sim is None:
+            raise ValueError("This SCMASetup holds public parameters only (from public() or "
+                             "from_public_config()); clients need the setup with the simulated "
+                             "keys, or their own keys (SCMAClient(..., private_key=..., "
+                             "public_keys=...) or pair_seeds=...)")
+
     def pair_seed(self, a, b):
-        """128-bit seed shared by clients a < b (simulates a key exchange between them)."""
-        if self._master_seed is None:
-            raise ValueError("This SCMASetup holds public parameters only (from public()); "
-                             "clients need the setup with the pairwise seeds")
-        ss = np.random.SeedSequence(entropy=self._master_seed, spawn_key=(int(a), int(b)))
-        w = ss.generate_state(4, dtype=np.uint32)
-        return int(w[0]) | (int(w[1]) << 32) | (int(w[2]) << 64) | (int(w[3]) << 96)
+        """Secret shared by clients a and b, as an int (simulates their key agreement).
+
+        ``"chacha20"``: the X25519 shared secret of their key pairs (a 256-bit int; the mask key
+        is HKDF-SHA256 of it, so ``SCMAClient(..., pair_seeds=...)`` with these values produces
+        the same messages). ``"pcg64"``: the 128-bit seed of the pair's PCG64 streams, drawn
+        from ``random_state``. Not available with per-round keys (``dropout_threshold``).
+        """
+        self._require_keys()
+        a, b = min(int(a), int(b)), max(int(a), int(b))
+        if self.mask_generator == "pcg64":
+            ss = np.random.SeedSequence(entropy=self._master_seed, spawn_key=(a, b))
+            w = ss.generate_state(4, dtype=np.uint32)
+            return int(w[0]) | (int(w[1]) << 32) | (int(w[2]) << 64) | (int(w[3]) << 96)
+        if self.per_round_keys:
+            raise ValueError("With dropout_threshold the pair keys change every round; there is "
+                             "no pair seed for the whole setup")
+        return int.from_bytes(self._sim.secret(a, b), "little")
+
+    # ------------------------------------------------------------------ masks (simulation)
+    def _pair_key(self, round, a, b):
+        if self.per_round_keys:
+            return self._sim.round_pair_key(self.setup_id, round, self.dropout_threshold,
+                                            self._directory, a, b)
+        return self._sim.pair_key(self.setup_id, a, b)
+
+    def _expand(self, round, plan, selection, plus, minus, out):
+        """Add the streams of the pairs ``selection`` (indices into ``plan.pairs``) of a round
+        into ``out``: to row ``plus[i]`` and from row ``minus[i]`` (-1: none)."""
+        m, p = self.message_length, self.prime
+        if len(selection) == 0:
+            return out
+        if self.mask_generator == "pcg64":
+            return _prg.add_pair_streams([plan.pairs[k] for k in selection], plus, minus, round,
+                                         m, p, self.pair_seed, self.nonce, out)
+        keys = plan.keys_of(selection, lambda a, b: self._pair_key(round, a, b),
+                            cache=not self.per_round_keys)
+        contexts = None if self.per_round_keys else self._sim.contexts
+        return _streams.zero_sum_masks([plan.pairs[k] for k in selection], keys, round, m, p,
+                                       plus, minus, out, contexts)
+
+    def round_masks(self, round, participants=None):
+        """Every participant's zero-sum mask of a round (simulation): {client: int64 array}.
+
+        Each pair's stream is generated once and added to one member's mask and subtracted from
+        the other's, so a round costs L (L - 1) / 2 streams. The masks sum to zero mod p.
+        """
+        self._require_keys()
+        round = check_int(round, "round", min_value=0)
+        participants = self.check_participants(participants)
+        plan = self._sim.plan(participants)
+        out = np.zeros((len(participants), self.message_length), dtype=np.int64)
+        self._expand(round, plan, np.arange(len(plan.pairs)), plan.plus, plan.minus, out)
+        return {c: out[i] for i, c in enumerate(participants)}
+
+    def client_mask(self, client_id, round, participants=None):
+        """One client's mask of a round from its own L - 1 streams, as a deployed client makes
+        it (simulation keys)."""
+        self._require_keys()
+        round = check_int(round, "round", min_value=0)
+        participants = self.check_participants(participants, client_id)
+        return self._own_mask(client_id, round, participants)
+
+    def _own_mask(self, client_id, round, participants):
+        plan = self._sim.plan(participants)
+        row = plan.index[client_id]
+        selection = plan.of_row[row]
+        plus = np.where(plan.plus[selection] == row, 0, -1)
+        minus = np.where(plan.minus[selection] == row, 0, -1)
+        out = np.zeros((1, self.message_length), dtype=np.int64)
+        return self._expand(round, plan, selection, plus, minus, out)[0]
+
+    def _take_mask(self, client_id, round, participants):
+        """The mask of a client of this setup for a round, expanding only the streams of its
+        pairs with the clients that have not asked yet (``_simulation.PendingRound``)."""
+        self._require_keys()
+        sim = self._sim
+        pending = sim.pending_round(round, participants, self.message_length)
+        plan = sim.plan(participants)
+        row = plan.index[client_id]
+        if pending is None or pending.done[row]:  # out of order, or asked twice
+            return self._own_mask(client_id, round, participants)
+        selection = plan.of_row[row]
+        others = np.where(plan.plus[selection] == row, plan.minus[selection],
+                          plan.plus[selection])
+        selection = selection[~pending.done[others]]
+        self._expand(round, plan, selection, plan.plus[selection], plan.minus[selection],
+                     pending.masks)
+        pending.done[row] = True
+        if pending.done.all():
+            sim.pending = None
+        return pending.masks[row]
+
+    def round_public_keys(self, round):
+        """{client: 32-byte X25519 public key} of a round's key pairs (per-round keys only):
+        public information the server relays; None if the round's keys were not made here."""
+        if not self.per_round_keys:
+            raise ValueError("Round public keys exist only with dropout_threshold (per-round keys)")
+        round = check_int(round, "round", min_value=0)
+        if self._sim is not None:
+            self._sim.round_keys(round, self.dropout_threshold, self._directory)
+        return self._directory.get(round)
 
     def __repr__(self):
         space = (f"index_space={self.index_space}" if not self.coordinates
                  else f"n_dims={self.n_dims}, bins={self.bins}")
+        extra = "" if self.mask_generator == "chacha20" else \
+            f", mask_generator={self.mask_generator!r}"
+        if self.dropout_threshold is not None:
+            extra += f", dropout_threshold={self.dropout_threshold}"
         return (f"SCMASetup(n_clients={self.n_clients}, capacity={self.capacity}, "
                 f"prime={self.prime}, {space}, n_shards={self.n_shards}, "
-                f"shard_capacity={self.shard_capacity}, message_length={self.message_length})")
+                f"shard_capacity={self.shard_capacity}, message_length={self.message_length}"
+                f"{extra})")
 
     # ------------------------------------------------------------------ ledger
     def record_message(self, ledger, round, client_id):
@@ -260,6 +479,14 @@ class SCMASetup:
         """Sorted tuple of distinct participant ids (all clients when None)."""
         if participants is None:
             return tuple(range(self.n_clients))
+        last = self.__dict__.get("_last_participants")
+        if last is not None and type(participants) in (tuple, list) and \
+                len(participants) == len(last) and tuple(participants) == last and \
+                set(map(type, participants)) == {int}:  # the set checked last time
+            if client_id is not None and client_id not in last:
+                raise ValueError(f"Argument 'participants' must contain the encoding client "
+                                 f"{client_id}, got {list(last)}")
+            return last
         if isinstance(participants, (str, bytes)) or not hasattr(participants, "__iter__"):
             raise TypeError("Argument 'participants' must be a sequence of client ids, got "
                             f"{type(participants).__name__}")
@@ -272,6 +499,7 @@ class SCMASetup:
             raise ValueError(f"Argument 'participants' repeats a client id: {list(participants)}")
         if not out:
             raise ValueError("Argument 'participants' must name at least one client, got []")
+        self._last_participants = out
         if client_id is not None and client_id not in out:
             raise ValueError(f"Argument 'participants' must contain the encoding client "
                              f"{client_id}, got {list(out)}")
