@@ -17,8 +17,9 @@ Rounds (one Flower message per node each; a failure anywhere raises
     :class:`fedcore.MUFC`).
 ``round 0`` (``train``)
     The server sends every client its random seed, the quantization grid, SCMA's public
-    parameters and every participant's public key. Clients agree pairwise mask seeds by X25519
-    key exchange (the server relays public keys only, so it cannot rebuild any mask), seed
+    parameters and every participant's public key. Clients agree pairwise mask keys by X25519
+    key exchange and HKDF (the server relays public keys only, so it cannot rebuild any mask;
+    ``docs/security.md``), seed
     (MUFC Alg. 1 lines 2-4) and reply one masked message (uint64 ``ArrayRecord``). The server
     decodes the sum (Alg. 2) and clusters it (Alg. 1 lines 6-7).
 ``round r >= 1``
@@ -31,7 +32,6 @@ sparse counts travel as SCMA messages. Key agreement follows the honest-but-curi
 of secure aggregation: the server relays public keys unauthenticated; a deployment that must
 resist an active server authenticates node keys (e.g. Flower node authentication).
 """
-import hashlib
 import logging
 import os
 import pickle
@@ -45,6 +45,7 @@ from ...algorithms.kmeans.lloyd import assign
 from ...algorithms.mufc.estimators import MUFC, MUFCRemovalReport, client_vector
 from ...algorithms.mufc.quantize import Quantizer
 from ...algorithms.mufc.unlearning import UnlearnableKMeans
+from ...secagg import generate_key_pair
 from ._common import (DEFAULT_TIMEOUT, FlowerApps, FlowerRoundError, arrays_record, exchange,
                       generator_from_config, local_partition, read_arrays, require_flwr,
                       seed_sequence_config, settings, wait_for_nodes)
@@ -117,35 +118,13 @@ def parse_removals(text):
     return out
 
 
-# ---------------------------------------------------------------------------- key agreement
-def _pair_seed(private, public, lo, hi, nonce):
-    """128-bit seed shared by clients lo < hi: SHA-256 of their X25519 shared secret."""
-    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
-    shared = private.exchange(X25519PublicKey.from_public_bytes(bytes(public)))
-    digest = hashlib.sha256(b"fedcore-scma" + shared + lo.to_bytes(8, "little")
-                            + hi.to_bytes(8, "little") + nonce.to_bytes(8, "little")).digest()
-    return int.from_bytes(digest[:16], "little")
-
-
-def _private_key(raw=None):
-    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-    return X25519PrivateKey.generate() if raw is None else X25519PrivateKey.from_private_bytes(raw)
-
-
-def _raw(key):
-    from cryptography.hazmat.primitives import serialization as ser
-    if hasattr(key, "private_bytes"):
-        return key.private_bytes(ser.Encoding.Raw, ser.PrivateFormat.Raw, ser.NoEncryption())
-    return key.public_bytes(ser.Encoding.Raw, ser.PublicFormat.Raw)
-
-
 # ---------------------------------------------------------------------------- client side
 class _Client:
     """A node's MUFC client between messages (kept pickled in ``context.state``, on the node)."""
 
     def __init__(self, X, ids, partition_id):
         self.X, self.ids, self.partition_id = X, ids, partition_id
-        self.key = _raw(_private_key())
+        self.key, self.public_key = generate_key_pair()  # X25519, from OS entropy
         self.model = self.quantizer = self.encoder = None
 
     def start(self, config, arrays, keys):
@@ -161,10 +140,12 @@ class _Client:
             setup = SCMASetup.from_public_config(
                 {k[6:]: (None if v == "none" else v) for k, v in config.items()
                  if k.startswith("setup-")})
-            me, private = int(config["client-id"]), _private_key(self.key)
-            seeds = {int(o): _pair_seed(private, pk, min(me, int(o)), max(me, int(o)),
-                                        setup.nonce) for o, pk in keys.items() if int(o) != me}
-            self.encoder = SCMAClient(me, setup, pair_seeds=seeds)
+            me = int(config["client-id"])
+            # Pair keys by X25519 agreement with the relayed public keys, through HKDF
+            # (fedcore.secagg): the server never holds a mask key.
+            self.encoder = SCMAClient(me, setup, private_key=self.key,
+                                      public_keys={int(o): bytes(pk) for o, pk in keys.items()
+                                                   if int(o) != me})
 
     def message(self, round, participants):
         bins, counts = client_vector(self.quantizer, self.model)
@@ -194,7 +175,7 @@ def handle_hello(msg, context, defaults=None):
     _save(context, client)
     info = ConfigRecord({"partition-id": pid, "n-samples": int(X.shape[0]),
                          "n-features": int(X.shape[1]),
-                         "public-key": _raw(_private_key(client.key).public_key())})
+                         "public-key": client.public_key})
     content = RecordDict({"info": info})
     if bool(msg.content["config"]["agree-bounds"]):
         content["bounds"] = arrays_record(low=X.min(axis=0), high=X.max(axis=0))
