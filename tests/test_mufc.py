@@ -107,7 +107,7 @@ def test_predict_refuses_wrong_width(cls):
     X, fed = _gaussian_federation()
     m = cls(5, client_clusters=2, random_state=0).fit(fed)
     for width in (1, 2, 4):
-        with pytest.raises(ValueError, match="'X' has %d features" % width):
+        with pytest.raises(ValueError, match=r"'X'.*\b%d features" % width):
             m.predict(np.ones((5, width)))
     with pytest.raises(ValueError, match="centers have 3 features"):
         fedcore.algorithms.kmeans.assign(np.ones((5, 2)), m.cluster_centers_)
@@ -183,7 +183,7 @@ def test_removal_errors_are_atomic():
 def test_fit_rejects_bad_input():
     X, fed = _gaussian_federation()
     small = fedcore.HorizontalFederation.from_arrays([X[:10], X[10:11]])
-    with pytest.raises(ValueError, match="Client 1 holds 1 point"):
+    with pytest.raises(ValueError, match="exceeds the 1 point.*client 1"):
         MUFC(3, client_clusters=2, secure=False).fit(small)
     with pytest.raises(TypeError, match="'federation'"):
         MUFC(3, secure=False).fit(X)

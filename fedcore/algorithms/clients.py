@@ -8,7 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
-from .._validation import check_array, check_int, check_random_state
+from .._validation import (check_fitted_array, check_int, check_random_state,
+                           check_weighted_range)
 from ..federation.horizontal import HorizontalFederation
 from ..federation.ledger import SERVER, CommLedger
 from ..kernels.kmeans.distances import assign_nearest
@@ -23,7 +24,9 @@ def check_federation(federation, client_clusters, name="client_clusters"):
     """Return ``federation`` as a :class:`HorizontalFederation`, checking every client's size.
 
     A list or tuple of 2-D arrays is accepted and wrapped with ``from_arrays``. Raises
-    ``ValueError`` naming the first client with fewer points than ``client_clusters``.
+    ``TypeError`` for anything else, and ``ValueError`` naming ``name`` for the first client with
+    fewer points than ``client_clusters``, or naming the federation when a client's sums of
+    squared distances could overflow (:func:`~fedcore._validation.check_weighted_range`).
     """
     if isinstance(federation, (list, tuple)):
         federation = HorizontalFederation.from_arrays(list(federation))
@@ -36,6 +39,8 @@ def check_federation(federation, client_clusters, name="client_clusters"):
         l = int(small[0])
         raise ValueError(f"Argument {name!r}={client_clusters} exceeds the {int(sizes[l])} "
                          f"point(s) of client {l}: every client needs at least {name} points")
+    for l, (X_l, _) in enumerate(federation):
+        check_weighted_range(X_l, float(X_l.shape[0]), (f"federation client {l}",))
     return federation
 
 
@@ -130,10 +135,7 @@ def send_local_centers(fed, n_clusters, seeds, n_jobs=None, **kmeans_params):
 def predict_nearest(model, X):
     """Nearest row of ``model.cluster_centers_`` for each row of X (lowest index on ties)."""
     check_is_fitted(model, "cluster_centers_")
-    X = check_array(X, "X")
-    if X.shape[1] != model.n_features_in_:
-        raise ValueError(f"Argument 'X' has {X.shape[1]} features, but {type(model).__name__} "
-                         f"was fitted with {model.n_features_in_}")
+    X = check_fitted_array(X, model.n_features_in_, type(model).__name__)
     labels = np.empty(X.shape[0], dtype=np.int64)
     assign_nearest(X, np.ascontiguousarray(model.cluster_centers_.T, dtype=np.float64), labels,
                    np.empty(X.shape[0]))

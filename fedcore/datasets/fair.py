@@ -68,12 +68,18 @@ def make_fair_blobs(n_samples, n_features=10, n_clusters=3, *, groups_per_attrib
     n = check_int(n_samples, "n_samples", min_value=1)
     d = check_int(n_features, "n_features", min_value=1)
     k = check_int(n_clusters, "n_clusters", min_value=1, max_value=n)
+    if isinstance(groups_per_attribute, (str, bytes)) or np.ndim(groups_per_attribute) != 1:
+        raise TypeError("Argument 'groups_per_attribute' must be a sequence of ints (groups of "
+                        f"each sensitive attribute), got {type(groups_per_attribute).__name__}")
     sizes = [check_int(g, "groups_per_attribute", min_value=1) for g in groups_per_attribute]
     bias = check_scalar(bias, "bias", min_value=0.0, max_value=1.0)
     std = check_scalar(cluster_std, "cluster_std", min_value=0.0)
     box = check_scalar(center_box, "center_box", min_value=0.0)
     chunk = check_int(chunk_size, "chunk_size", min_value=1)
-    dtype = np.dtype(dtype)
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"Argument 'dtype' must be float32 or float64, got {dtype!r}") from None
     if dtype.name not in ("float32", "float64"):
         raise ValueError(f"Argument 'dtype' must be float32 or float64, got {dtype}")
     rng = check_random_state(random_state)

@@ -105,6 +105,9 @@ def load_mufc_standin(name, cluster_std=0.1, random_state=0):
     :func:`load_gaussian`. Returns
     ``(X, y, n_clients)`` with the number of clients L of [MUFC] Appendix M.
     """
+    if not isinstance(name, str):
+        raise TypeError(f"Argument 'name' must be a str, one of {sorted(MUFC_SHAPES)}, got "
+                        f"{type(name).__name__}")
     if name not in MUFC_SHAPES:
         raise ValueError(f"Argument 'name' must be one of {sorted(MUFC_SHAPES)}, got {name!r}")
     n, d, k, sizes, n_clients = MUFC_SHAPES[name]

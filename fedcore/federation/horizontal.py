@@ -1,7 +1,8 @@
 """Horizontal federations: clients hold disjoint sets of rows with stable global point ids."""
 import numpy as np
 
-from .._validation import check_array, check_ids, check_int, check_random_state, check_scalar
+from .._validation import (check_array, check_categories, check_ids, check_int,
+                           check_random_state, check_scalar)
 
 __all__ = ["HorizontalFederation", "partition"]
 
@@ -29,22 +30,31 @@ class HorizontalFederation:
     """
 
     def __init__(self, arrays, ids, labels=None):
+        arrays = _check_list(arrays, "arrays")
+        ids = _check_list(ids, "ids")
         if len(arrays) == 0:
-            raise ValueError("A federation needs at least one client, got 0")
+            raise ValueError("Argument 'arrays': a federation needs at least one client, got 0")
+        if len(ids) != len(arrays):
+            raise ValueError(f"Argument 'ids' must hold one id vector per client "
+                             f"({len(arrays)}), got {len(ids)}")
         self._arrays = []
         self._ids = []
         n_features = None
         for l, (X, i) in enumerate(zip(arrays, ids)):
-            X = check_array(X, f"arrays[{l}]", min_samples=0)
+            # Every method on a federation measures squared distances between its rows.
+            X = check_array(X, f"arrays[{l}]", min_samples=0, distance_range=True)
             if X.shape[0] == 0:
-                raise ValueError(f"Client {l} is empty (arrays[{l}] has shape {X.shape})")
+                raise ValueError(f"Client {l} is empty: argument 'arrays[{l}]' has shape "
+                                 f"{X.shape}")
             if n_features is None:
                 n_features = X.shape[1]
             elif X.shape[1] != n_features:
-                raise ValueError(f"Client {l} has {X.shape[1]} features, client 0 has {n_features}")
+                raise ValueError(f"Client {l} has {X.shape[1]} features, client 0 has "
+                                 f"{n_features} (argument 'arrays[{l}]')")
             i = check_ids(i, f"ids[{l}]")
             if i.shape[0] != X.shape[0]:
-                raise ValueError(f"Client {l}: {i.shape[0]} ids for {X.shape[0]} rows")
+                raise ValueError(f"Client {l}: argument 'ids[{l}]' holds {i.shape[0]} ids for "
+                                 f"{X.shape[0]} rows")
             self._arrays.append(X)
             self._ids.append(i)
         all_ids = np.concatenate(self._ids)
@@ -52,7 +62,7 @@ class HorizontalFederation:
         self.n_clients = len(self._arrays)
         self.n_samples = int(all_ids.shape[0])
         self.n_features = int(n_features)
-        self.labels = None if labels is None else np.asarray(labels)
+        self.labels = None if labels is None else check_categories(labels, "labels")
         if self.labels is not None and (all_ids.min() < 0 or all_ids.max() >= self.labels.shape[0]):
             raise ValueError("Argument 'labels' must be indexed by point id: ids must lie in "
                              f"[0, {self.labels.shape[0]}), got range [{all_ids.min()}, "
@@ -64,7 +74,9 @@ class HorizontalFederation:
 
         ``labels`` (optional) is a list of per-client label arrays, stored by point id.
         """
-        sizes = [np.asarray(X).shape[0] for X in arrays]
+        arrays = _check_list(arrays, "arrays")
+        sizes = [np.shape(X)[0] if np.ndim(X) >= 1 and not hasattr(X, "tocsr") else 0
+                 for X in arrays]  # the constructor refuses what is not a 2-D array
         starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         ids = [np.arange(starts[l], starts[l + 1]) for l in range(len(sizes))]
         y = None if labels is None else np.concatenate([np.asarray(v) for v in labels])
@@ -96,26 +108,10 @@ class HorizontalFederation:
         >>> fed.client(0)[1], fed.client(1)[1]
         (array([1, 3]), array([0, 2]))
         """
-        X = check_array(X, "X")
+        X = check_array(X, "X", distance_range=True)
         n = X.shape[0]
-        keys = np.asarray(client_labels)
-        if keys.ndim != 1 or keys.shape[0] != n:
-            raise ValueError(f"Argument 'client_labels' must have shape ({n},) (one client label "
-                             f"per row of X), got shape {keys.shape}")
-        if keys.dtype.kind in "fc":
-            nan = np.isnan(keys)
-        elif keys.dtype.kind == "O":
-            nan = np.array([v != v for v in keys], dtype=bool)  # NaN is the only x != x
-        else:
-            nan = np.zeros(n, dtype=bool)
-        if nan.any():
-            raise ValueError("Argument 'client_labels' must not contain NaN, got NaN at index "
-                             f"{int(np.argmax(nan))}")
-        try:
-            _, codes = np.unique(keys, return_inverse=True)
-        except TypeError as exc:
-            raise TypeError(f"Argument 'client_labels' must hold values that can be sorted "
-                            f"({exc})") from None
+        keys = check_categories(client_labels, "client_labels", n)
+        _, codes = np.unique(keys, return_inverse=True)
         codes = codes.reshape(-1)
         order = np.argsort(codes, kind="stable").astype(np.int64)  # rows keep their order
         cuts = np.cumsum(np.bincount(codes))[:-1]
@@ -181,7 +177,7 @@ def partition(X, n_clients, scheme="iid", *, labels=None, clusters_per_client=No
     >>> sorted(len(set(fed.client_labels(l))) for l in range(2))
     [1, 1]
     """
-    X = check_array(X, "X")
+    X = check_array(X, "X", distance_range=True)
     n = X.shape[0]
     n_clients = check_int(n_clients, "n_clients", min_value=1, max_value=n)
     rng = check_random_state(random_state)
@@ -199,10 +195,17 @@ def partition(X, n_clients, scheme="iid", *, labels=None, clusters_per_client=No
 
 
 def _check_labels(labels, n):
-    y = np.asarray(labels)
-    if y.ndim != 1 or y.shape[0] != n:
-        raise ValueError(f"Argument 'labels' must have shape ({n},), got {y.shape}")
-    return y
+    return check_categories(labels, "labels", n)
+
+
+def _check_list(values, name):
+    """``values`` as a list (one entry per client), or raise naming ``name``."""
+    if isinstance(values, np.ndarray) and values.ndim >= 1:
+        return list(values)
+    if not isinstance(values, (list, tuple)):
+        raise TypeError(f"Argument {name!r} must be a list with one entry per client, got "
+                        f"{type(values).__name__}")
+    return list(values)
 
 
 def _require_labels(y, scheme):

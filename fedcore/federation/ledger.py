@@ -6,6 +6,8 @@ papers' communication claims can be checked by summing the ledger.
 """
 from dataclasses import dataclass
 
+from .._validation import check_int
+
 __all__ = ["CommLedger", "Message", "SERVER"]
 
 SERVER = "server"
@@ -48,14 +50,17 @@ class CommLedger:
 
     def record(self, round, *, sender, receiver, kind, n_elements, bits_per_element=64, n_bits=None):
         """Record one message; ``n_bits`` defaults to ``n_elements * bits_per_element``."""
-        n_elements = int(n_elements)
-        if n_elements < 0:
-            raise ValueError(f"Argument 'n_elements' must be >= 0, got {n_elements}")
-        bits = n_elements * int(bits_per_element) if n_bits is None else int(n_bits)
-        self.messages.append(Message(int(round), sender, receiver, str(kind), n_elements, bits))
+        round = check_int(round, "round", min_value=0)
+        n_elements = check_int(n_elements, "n_elements", min_value=0)
+        bits_per_element = check_int(bits_per_element, "bits_per_element", min_value=0)
+        bits = n_elements * bits_per_element if n_bits is None else check_int(
+            n_bits, "n_bits", min_value=0)
+        self.messages.append(Message(round, sender, receiver, str(kind), n_elements, bits))
 
     def extend(self, other):
         """Append every message of ``other`` (another ledger)."""
+        if not isinstance(other, CommLedger):
+            raise TypeError(f"Argument 'other' must be a CommLedger, got {type(other).__name__}")
         self.messages.extend(other.messages)
 
     @property

@@ -31,42 +31,60 @@ class VerticalFederation:
     """
 
     def __init__(self, blocks, y=None, groups=None):
+        if isinstance(blocks, np.ndarray) and blocks.ndim >= 1:
+            blocks = list(blocks)
+        if not isinstance(blocks, (list, tuple)):
+            raise TypeError("Argument 'blocks' must be a list with one array per party, got "
+                            f"{type(blocks).__name__}")
         if len(blocks) == 0:
-            raise ValueError("A vertical federation needs at least one party, got 0")
-        self._blocks = [check_array(B, f"blocks[{j}]") for j, B in enumerate(blocks)]
-        n = self._blocks[0].shape[0]
-        for j, B in enumerate(self._blocks):
+            raise ValueError("Argument 'blocks': a vertical federation needs at least one party, "
+                             "got 0")
+        blocks = [check_array(B, f"blocks[{j}]", allow_nonfinite=True)
+                  for j, B in enumerate(blocks)]
+        n = blocks[0].shape[0]
+        for j, B in enumerate(blocks):
             if B.shape[0] != n:
-                raise ValueError(f"Party {j} holds {B.shape[0]} rows, party 0 holds {n}")
+                raise ValueError(f"Argument 'blocks': party {j} holds {B.shape[0]} rows, party 0 "
+                                 f"holds {n}")
+        width = sum(B.shape[1] for B in blocks)
+        # Finite, and rows of the joined width have finite squared distances.
+        self._blocks = [check_array(B, f"blocks[{j}]", distance_range=True, n_features=width)
+                        for j, B in enumerate(blocks)]
         self.n_parties = len(self._blocks)
         self.n_samples = int(n)
         self.splits = [B.shape[1] for B in self._blocks]
         self.n_features = int(sum(self.splits))
         self.y = None if y is None else np.asarray(y)
-        if self.y is not None and self.y.shape[0] != n:
-            raise ValueError(f"Argument 'y' must have {n} entries, got {self.y.shape[0]}")
+        if self.y is not None and self.y.shape != (n,):
+            raise ValueError(f"Argument 'y' must have shape ({n},), got {self.y.shape}")
         self._groups = self._check_groups(groups)
 
     def _check_groups(self, groups):
         if groups is None:
             return [[] for _ in range(self.n_parties)]
+        if not isinstance(groups, (list, tuple)):
+            raise TypeError("Argument 'groups' must be a list with one entry per party, got "
+                            f"{type(groups).__name__}")
         if len(groups) != self.n_parties:
             raise ValueError(f"Argument 'groups' must have one entry per party "
                              f"({self.n_parties}), got {len(groups)}")
         out = []
         for j, g in enumerate(groups):
+            if g is not None and np.ndim(g) == 0:
+                raise TypeError(f"Argument 'groups': the entry of party {j} must be None, an "
+                                f"array or a list of arrays, got {type(g).__name__}")
             attrs = [] if g is None else ([g] if np.ndim(g) == 1 else list(g))
             for a in attrs:
                 if np.shape(a) != (self.n_samples,):
-                    raise ValueError(f"Sensitive attribute of party {j} must have shape "
-                                     f"({self.n_samples},), got {np.shape(a)}")
+                    raise ValueError(f"Argument 'groups': a sensitive attribute of party {j} "
+                                     f"must have shape ({self.n_samples},), got {np.shape(a)}")
             out.append([np.asarray(a) for a in attrs])
         return out
 
     @classmethod
     def from_columns(cls, X, splits, y=None, groups=None):
         """Split the columns of ``X``: ``splits`` is a list of block widths or a party count."""
-        X = check_array(X, "X")
+        X = check_array(X, "X", distance_range=True)
         d = X.shape[1]
         if np.ndim(splits) == 0:
             n_parties = check_int(splits, "splits", min_value=1, max_value=d)

@@ -10,7 +10,7 @@
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .._validation import check_array
+from .._validation import check_array, check_categories, check_weighted_range
 
 __all__ = ["center_distance", "purity", "nmi"]
 
@@ -50,26 +50,21 @@ def center_distance(centers, true_centers):
     >>> center_distance([[0.0, 0.0], [10.0, 0.0]], [[10.0, 1.0], [0.0, 0.0]])
     1.0
     """
-    A = check_array(centers, "centers", dtype=("float64",))
-    B = check_array(true_centers, "true_centers", dtype=("float64",))
+    A = check_array(centers, "centers", dtype=("float64",), distance_range=True)
+    B = check_array(true_centers, "true_centers", dtype=("float64",), distance_range=True)
     if A.shape[1] != B.shape[1]:
         raise ValueError(f"Argument 'true_centers' must have {A.shape[1]} features (as "
                          f"'centers'), got {B.shape[1]}")
+    check_weighted_range([A, B], float(min(A.shape[0], B.shape[0])),
+                         ("centers", "true_centers"))
     cost = ((A[:, None, :] - B[None, :, :]) ** 2).sum(axis=2)
     rows, cols = linear_sum_assignment(cost)
     return float(np.sqrt(cost[rows, cols].sum()))
 
 
 def _check_labelings(labels_true, labels_pred):
-    out = []
-    for name, labels in (("labels_true", labels_true), ("labels_pred", labels_pred)):
-        arr = np.asarray(labels)
-        if arr.ndim != 1:
-            raise ValueError(f"Argument {name!r} must be 1-D, got shape {arr.shape}")
-        if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-            i = int(np.argmin(np.isfinite(arr)))
-            raise ValueError(f"Argument {name!r} must be finite, got {arr[i]!r} at index {i}")
-        out.append(arr)
+    out = [check_categories(labels, name) for name, labels in
+           (("labels_true", labels_true), ("labels_pred", labels_pred))]
     if out[0].shape[0] != out[1].shape[0]:
         raise ValueError(f"Arguments 'labels_true' and 'labels_pred' must have the same length, "
                          f"got {out[0].shape[0]} and {out[1].shape[0]}")

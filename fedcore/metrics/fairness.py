@@ -5,41 +5,66 @@ every category of every attribute is a group ``l`` with overall proportion ``eta
 bounds are those of [F3KM] Section 5.1: ``alpha_l = eta_l / (1 - delta)``,
 ``beta_l = eta_l (1 - delta)``.
 """
+import numbers
+
 import numpy as np
 
-from .._validation import check_array, check_int, check_scalar
+from .._validation import (check_array, check_categories, check_int, check_labels,
+                           check_scalar, check_weighted_range)
 from ..kernels.cd.kmeans import partition_sse, partition_sums
 
 __all__ = ["sse", "relative_error", "balance", "additive_violation", "fairness_bounds"]
 
 
-def _check_labels(labels, n=None, n_clusters=None):
-    labels = np.asarray(labels)
-    if labels.ndim != 1:
-        raise ValueError(f"Argument 'labels' must be 1-D, got shape {labels.shape}")
-    if labels.size and labels.dtype.kind not in "iu":
-        raise TypeError(f"Argument 'labels' must hold integers, got dtype {labels.dtype}")
-    if n is not None and labels.shape[0] != n:
-        raise ValueError(f"Argument 'labels' must have {n} entries (one per row), "
-                         f"got {labels.shape[0]}")
-    if labels.size and labels.min() < 0:
-        raise ValueError(f"Argument 'labels' must be >= 0, got {int(labels.min())}")
+def _check_labels(labels, n=None, n_clusters=None, name="labels"):
+    labels = check_labels(labels, name, n)
     k = int(labels.max()) + 1 if labels.size else 0
     if n_clusters is not None:
         n_clusters = check_int(n_clusters, "n_clusters", min_value=1)
         if k > n_clusters:
-            raise ValueError(f"Argument 'labels' holds label {k - 1} >= n_clusters = "
-                             f"{n_clusters}")
+            raise ValueError(f"Argument 'n_clusters'={n_clusters} is too small: {name!r} holds "
+                             f"label {k - 1} >= n_clusters = {n_clusters}")
         k = n_clusters
-    return np.ascontiguousarray(labels, dtype=np.int64), k
+    return labels, k
 
 
 def encode_groups(groups, n, name="groups"):
     """Return (codes int64 (n, A) with a global group index per attribute, sizes per attribute,
-    category values per attribute)."""
+    category values per attribute). ``n`` None: the length of the first attribute."""
+    columns = _group_columns(groups, name)
+    for a, col in enumerate(columns):
+        if hasattr(col, "tocsr") or hasattr(col, "toarray"):
+            raise TypeError(f"Argument {name!r}: attribute {a} is a sparse matrix; pass a 1-D "
+                            "array")
+        try:
+            shape = np.shape(col)
+        except ValueError:  # a ragged list
+            shape = "ragged"
+        if n is None and isinstance(shape, tuple) and len(shape) == 1:
+            n = shape[0]  # the length of the first attribute
+        if shape != (n,):
+            raise ValueError(f"Argument {name!r}: attribute {a} must have shape ({n},), "
+                             f"got {shape}")
+        columns[a] = check_categories(col, name)
+    codes = np.empty((n, len(columns)), dtype=np.int64)
+    sizes, values = [], []
+    offset = 0
+    for a, col in enumerate(columns):
+        cats, inverse = np.unique(col, return_inverse=True)
+        codes[:, a] = inverse.ravel() + offset
+        sizes.append(len(cats))
+        values.append(cats)
+        offset += len(cats)
+    return codes, sizes, values
+
+
+def _group_columns(groups, name):
+    """The sensitive attributes of ``groups`` as a list of columns (not yet validated)."""
     if groups is None:
         raise ValueError(f"Argument {name!r} must be given (one categorical array per sensitive "
                          "attribute), got None")
+    if hasattr(groups, "tocsr") or hasattr(groups, "toarray"):
+        raise TypeError(f"Argument {name!r} is a sparse matrix; pass a 1-D array per attribute")
     if isinstance(groups, np.ndarray) and groups.ndim == 1:
         columns = [groups]
     elif isinstance(groups, np.ndarray) and groups.ndim == 2:
@@ -51,22 +76,10 @@ def encode_groups(groups, n, name="groups"):
     else:
         raise TypeError(f"Argument {name!r} must be an array or a list of arrays, "
                         f"got {type(groups).__name__}")
-    codes = np.empty((n, len(columns)), dtype=np.int64)
-    sizes, values = [], []
-    offset = 0
-    for a, col in enumerate(columns):
-        col = np.asarray(col)
-        if col.ndim != 1 or col.shape[0] != n:
-            raise ValueError(f"Argument {name!r}: attribute {a} must have shape ({n},), "
-                             f"got {col.shape}")
-        if col.dtype.kind == "f" and not np.isfinite(col).all():
-            raise ValueError(f"Argument {name!r}: attribute {a} holds NaN or infinity")
-        cats, inverse = np.unique(col, return_inverse=True)
-        codes[:, a] = inverse.ravel() + offset
-        sizes.append(len(cats))
-        values.append(cats)
-        offset += len(cats)
-    return codes, sizes, values
+    if not columns:
+        raise ValueError(f"Argument {name!r} must hold at least one sensitive attribute, got "
+                         "none")
+    return columns
 
 
 def _group_counts(labels, codes, k):
@@ -91,9 +104,10 @@ def fairness_bounds(groups, delta=0.2):
     delta = check_scalar(delta, "delta", min_value=0.0, max_value=1.0)
     if delta >= 1.0:
         raise ValueError(f"Argument 'delta' must be < 1, got {delta}")
-    n = len(groups[0]) if isinstance(groups, (list, tuple)) and np.ndim(groups[0]) == 1 \
-        else np.shape(groups)[0]
-    codes, _, _ = encode_groups(groups, n)
+    codes, _, _ = encode_groups(groups, None)
+    n = codes.shape[0]
+    if n == 0:
+        raise ValueError("Argument 'groups' must hold at least one sample, got none")
     L = int(codes.max()) + 1
     eta = np.zeros(L)
     for a in range(codes.shape[1]):
@@ -113,8 +127,13 @@ def sse(X, labels):
     >>> sse([[0.0], [2.0], [10.0]], [0, 0, 1])
     2.0
     """
-    X = check_array(X, "X")
-    labels, k = _check_labels(labels, X.shape[0])
+    return _sse(check_array(X, "X", distance_range=True), labels)
+
+
+def _sse(X, labels, name="labels"):
+    """:func:`sse` on validated ``X``; ``name``: the argument ``labels`` came as."""
+    labels, k = _check_labels(labels, X.shape[0], name=name)
+    check_weighted_range(X, float(X.shape[0]))
     sums = np.empty((k, X.shape[1]))
     counts = np.empty(k, dtype=np.int64)
     partition_sums(X, labels, sums, counts)
@@ -132,8 +151,9 @@ def relative_error(X, labels, reference_labels):
     >>> relative_error([[0.0], [2.0], [10.0]], [0, 1, 1], [0, 0, 1])
     16.0
     """
-    num = sse(X, labels)
-    den = sse(X, reference_labels)
+    X = check_array(X, "X", distance_range=True)
+    num = _sse(X, labels)
+    den = _sse(X, reference_labels, "reference_labels")
     if den == 0.0:
         return 1.0 if num == 0.0 else float("inf")
     return num / den
@@ -209,6 +229,8 @@ def additive_violation(labels, groups, *, delta=0.2, alpha=None, beta=None, n_cl
 def check_fairness_bounds(values, name, L):
     """Per-group bounds as a float64 array of length ``L`` (a scalar is broadcast), or raise
     naming ``name``."""
+    if isinstance(values, numbers.Real) and not isinstance(values, bool):
+        values = np.full(L, float(values))
     arr = check_array(values, name, ensure_2d=False, dtype=("float64",), min_samples=0)
     if arr.ndim == 0:
         arr = np.full(L, float(arr))

@@ -6,6 +6,7 @@ import numpy as np
 from ..._validation import check_ids, check_int, check_random_state
 from ...federation.ledger import SERVER, CommLedger
 from ..base import BaseEstimator, all_or_nothing, check_is_fitted
+from ..clients import check_federation
 from ..kmeans.lloyd import KMeans
 from ..mufc.estimators import MUFCRemovalReport
 
@@ -37,18 +38,24 @@ class DCKMeans(BaseEstimator):
         self.random_state = random_state
 
     def fit(self, federation, y=None):
-        self._k = check_int(self.n_clusters, "n_clusters", min_value=1)
-        self._kp = self._k if self.client_clusters is None else check_int(
+        """Fit on a :class:`~fedcore.HorizontalFederation` (or a list of client arrays)."""
+        k = check_int(self.n_clusters, "n_clusters", min_value=1)
+        kp = k if self.client_clusters is None else check_int(
             self.client_clusters, "client_clusters", min_value=1)
-        self._rng = check_random_state(self.random_state)
+        check_int(self.n_init, "n_init", min_value=1)
+        federation = check_federation(federation, kp, "n_clusters" if
+                                      self.client_clusters is None else "client_clusters")
+        if federation.n_clients * kp < k:
+            raise ValueError(f"Argument 'n_clusters'={k} exceeds the {federation.n_clients * kp} "
+                             f"centers the clients send ({federation.n_clients} clients x "
+                             f"client_clusters={kp})")
+        rng = check_random_state(self.random_state)
+        self._k, self._kp, self._rng = k, kp, rng  # validated: only now does the model change
         self.comm_ = CommLedger()
         self._round = 0
         self._data = {}
         self._models = {}
         for l, (X_l, ids_l) in enumerate(federation):
-            if X_l.shape[0] < self._kp:
-                raise ValueError(f"Client {l} holds {X_l.shape[0]} point(s), fewer than "
-                                 f"client_clusters = {self._kp}")
             self._data[l] = (X_l.copy(), ids_l.copy())
             self._fit_client(l)
         self._fit_server()
@@ -68,7 +75,8 @@ class DCKMeans(BaseEstimator):
             weights = np.concatenate([np.bincount(m.labels_, minlength=self._kp)
                                       for m in self._models.values()]).astype(np.float64)
         if np.count_nonzero(weights if weights is not None else np.ones(len(centers))) < self._k:
-            raise ValueError(f"The clients' centers are fewer than n_clusters = {self._k}")
+            raise ValueError(f"Argument 'n_clusters'={self._k} exceeds the clients' non-empty "
+                             "centers")
         server = KMeans(self._k, n_init=self.n_init, random_state=self._rng)
         self.cluster_centers_ = server.fit(centers, sample_weight=weights).cluster_centers_
         self.client_centers_ = [m.cluster_centers_ for m in self._models.values()]
@@ -87,8 +95,8 @@ class DCKMeans(BaseEstimator):
             raise ValueError(f"Argument 'ids' contains id {int(missing[0])}, not held by client "
                              f"{client_id}")
         if keep.sum() < self._kp:
-            raise ValueError(f"Removing {ids.size} point(s) would leave client {client_id} with "
-                             f"fewer than client_clusters = {self._kp} points")
+            raise ValueError(f"Argument 'ids': removing {ids.size} point(s) would leave client "
+                             f"{client_id} with fewer than client_clusters = {self._kp} points")
         # Atomic: the client's data and model, the server and the ledger change together or not
         # at all (the models are replaced, never mutated: shallow copies suffice).
         with all_or_nothing(self, deep=("_rng",),

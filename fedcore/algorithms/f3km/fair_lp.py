@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 
-from ..._validation import check_array, check_int, check_random_state, check_scalar
+from ..._validation import (check_array, check_int, check_random_state, check_scalar,
+                           check_weighted_range)
 from ...kernels.kmeans.distances import pairwise_sq_distances
 from ...metrics.fairness import check_fairness_bounds, encode_groups, balance, sse
 from ..base import BaseEstimator
@@ -66,6 +67,30 @@ def _fair_assignment_lp(D, codes, L, alpha, beta, time_limit):
     if res.status != 0:
         raise RuntimeError(f"Fair-LP: HiGHS did not solve the assignment LP: {res.message}")
     return res.x[:nx].reshape(n, k), float(res.fun)
+
+
+# Slack of the feasibility test, the order of HiGHS's primal feasibility tolerance.
+_FEASIBILITY_SLACK = 1e-7
+
+
+def check_feasible(eta, alpha, beta):
+    """Refuse bounds that make the fair assignment LP infeasible, naming the bound.
+
+    The LP is feasible if and only if ``beta_l <= eta_l <= alpha_l`` for every group ``l``
+    (``eta_l``: the group's share of the data): assigning every row to every cluster in equal
+    fractions gives each cluster the shares ``eta``, and summing a group's constraints over the
+    clusters gives ``beta_l n <= eta_l n <= alpha_l n``.
+    """
+    for name, bad in (("alpha", eta > alpha + _FEASIBILITY_SLACK),
+                      ("beta", eta < beta - _FEASIBILITY_SLACK)):
+        if bad.any():
+            l = int(np.argmax(bad))
+            side = "below" if name == "alpha" else "above"
+            value = alpha[l] if name == "alpha" else beta[l]
+            raise ValueError(f"Argument {name!r} makes the fair assignment infeasible: "
+                             f"{name}[{l}] = {float(value)!r} is {side} the share "
+                             f"{float(eta[l])!r} of group {l} in the data, so no assignment "
+                             "can meet it in every cluster")
 
 
 def _iterative_rounding(x, D, codes, n_attributes):
@@ -191,9 +216,12 @@ class FairLP(BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, y=None, groups=None):
-        X = check_array(X, "X")
+        X = check_array(X, "X", distance_range=True)
         n = X.shape[0]
+        check_weighted_range(X, float(n))  # the LP's cost and the SSE add n squared distances
         k = check_int(self.n_clusters, "n_clusters", min_value=1, max_value=n)
+        if isinstance(self.init, str):  # Lloyd from k-means++ runs max_iter iterations
+            check_int(self.max_iter, "max_iter", min_value=1)
         delta = check_scalar(self.delta, "delta", min_value=0.0, max_value=1.0)
         if delta >= 1.0:
             raise ValueError(f"Argument 'delta' must be < 1, got {delta}")
@@ -209,6 +237,7 @@ class FairLP(BaseEstimator):
             check_fairness_bounds(self.alpha, "alpha", L)
         beta = eta * (1 - delta) if self.beta is None else \
             check_fairness_bounds(self.beta, "beta", L)
+        check_feasible(eta, alpha, beta)
         centers = self._centers(X, k)
         D = np.empty((n, k))
         pairwise_sq_distances(X, np.ascontiguousarray(centers.T), D)
@@ -241,7 +270,7 @@ class FairLP(BaseEstimator):
             rows, _, _ = seed_lazy(X, np.ones(X.shape[0]), rng, k)
             model = KMeans(k, init=X[rows].astype(np.float64), max_iter=self.max_iter, tol=0.0)
             return model.fit(X).cluster_centers_.astype(np.float64)
-        init = check_array(self.init, "init", dtype=("float64",))
+        init = check_array(self.init, "init", dtype=("float64",), distance_range=True)
         if init.shape != (k, X.shape[1]):
             raise ValueError(f"Argument 'init' must have shape ({k}, {X.shape[1]}), "
                              f"got {init.shape}")

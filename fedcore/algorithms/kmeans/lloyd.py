@@ -6,8 +6,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
-from ..._validation import (check_array, check_int, check_random_state,
-                           check_sample_weight, check_scalar, max_abs)
+from ..._validation import (check_array, check_fitted_array, check_int, check_random_state,
+                           check_sample_weight, check_scalar, check_weighted_range, max_abs,
+                           weight_names)
 from ..._config import CHUNK_SIZE
 from ...kernels.kmeans.distances import assign_nearest, pairwise_sq_distances
 from ...kernels.kmeans.lloyd import lloyd_run, one_blas_thread, uses_screen
@@ -183,6 +184,7 @@ class KMeans(BaseEstimator):
         X = check_array(X, "X", distance_range=True)
         weights = check_sample_weight(sample_weight, X.shape[0])
         k = check_n_clusters_for_weights(self.n_clusters, weights)
+        check_weighted_range(X, float(weights.sum()), weight_names(sample_weight))
         n_init = check_int(self.n_init, "n_init", min_value=1)
         max_iter = check_int(self.max_iter, "max_iter", min_value=1)
         tol = absolute_tolerance(X, check_scalar(self.tol, "tol", min_value=0.0))
@@ -211,7 +213,7 @@ class KMeans(BaseEstimator):
                 child = np.random.default_rng(int(seed))
                 yield lambda g=child: X[_seed_rows(X, weights, g, k, n_local_trials)]
             return
-        init = check_array(self.init, "init", dtype=("float64",))
+        init = check_array(self.init, "init", dtype=("float64",), distance_range=True)
         if init.shape != (k, X.shape[1]):
             raise ValueError(f"Argument 'init' must have shape ({k}, {X.shape[1]}), "
                              f"got {init.shape}")
@@ -225,11 +227,7 @@ class KMeans(BaseEstimator):
 
     def _check_X(self, X):
         check_is_fitted(self, "cluster_centers_")
-        X = check_array(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {self.n_features_in_} features as input.")
-        return X
+        return check_fitted_array(X, self.n_features_in_, type(self).__name__)
 
     def predict(self, X):
         """Index of the nearest center for each row (lowest index on ties)."""
@@ -249,6 +247,8 @@ class KMeans(BaseEstimator):
         """Opposite of the weighted inertia of X against the fitted centers."""
         X = self._check_X(X)
         weights = check_sample_weight(sample_weight, X.shape[0])
+        check_weighted_range([X, self.cluster_centers_], float(weights.sum()),
+                             weight_names(sample_weight))
         return -float(weights @ assign(X, self.cluster_centers_)[1])
 
     def _centers_t(self):

@@ -4,7 +4,7 @@ import numbers
 import numpy as np
 
 from ..._validation import (check_array, check_int, check_random_state,
-                           check_sample_weight)
+                           check_sample_weight, check_weighted_range, weight_names)
 from ...kernels.kmeans.seeding import (apply_pending, center_gaps, chunk_sums, d2_refresh, d2_update,
                                greedy_pass, min_gaps, min_sq_distance, n_chunks, pick_index,
                                pick_pending, pick_product, tiled)
@@ -297,6 +297,7 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_l
     X = check_array(X, "X", distance_range=True)
     weights = check_sample_weight(sample_weight, X.shape[0])
     n_clusters = check_n_clusters_for_weights(n_clusters, weights)
+    check_weighted_range(X, float(weights.sum()), weight_names(sample_weight))
     n_local_trials = check_n_local_trials(n_local_trials, n_clusters)
     rng = check_random_state(random_state)
     rows = _seed_rows(X, weights, rng, n_clusters, n_local_trials)

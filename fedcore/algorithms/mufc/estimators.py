@@ -4,11 +4,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..._validation import (check_array, check_ids, check_int, check_random_state,
-                             check_scalar)
+from ..._validation import (check_array, check_fitted_array, check_ids, check_int,
+                             check_random_state, check_scalar)
 from ...federation.ledger import SERVER, CommLedger
 from . import aggregation as _aggregation
 from ..base import BaseEstimator, all_or_nothing, check_is_fitted
+from ..clients import check_federation
 from .coupled import CoupledKMeans
 from .quantize import Quantizer
 from ..kmeans.lloyd import KMeans, assign
@@ -110,12 +111,18 @@ class MUFC(BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     def fit(self, federation, y=None):
-        """Run Alg. 1 on a :class:`~fedcore.HorizontalFederation`."""
-        self._check_params(federation)
+        """Run Alg. 1 on a :class:`~fedcore.HorizontalFederation` (or a list of client
+        arrays)."""
+        k, kp = self._resolve_params()
+        federation = check_federation(federation, kp, self._kp_name())
         boxes = [(X_l.min(axis=0), X_l.max(axis=0)) for X_l, _ in federation]
         if self.bounds is not None:
             _check_bounds_contain(self.bounds, boxes)
             boxes = None  # public bounds: the clients send no box
+        if self.gamma != "auto":
+            check_scalar(self.gamma, "gamma", min_value=0.0, max_value=1.0, include_min=False)
+        check_random_state(self.random_state)
+        self._k, self._kp = k, kp  # validated: only now does the model change
         client_rngs = self._start(federation.client_sizes, federation.n_features, boxes)
         self._clients, self._vectors, client_times = [], {}, []
         for l, (X_l, ids_l) in enumerate(federation):
@@ -140,8 +147,9 @@ class MUFC(BaseEstimator):
         small = np.flatnonzero(sizes < self._kp)
         if small.size:
             l = int(small[0])
-            raise ValueError(f"Client {l} holds {int(sizes[l])} point(s), fewer than "
-                             f"client_clusters = {self._kp}")
+            raise ValueError(f"Argument {self._kp_name()!r}={self._kp} exceeds the "
+                             f"{int(sizes[l])} point(s) of client {l}: every client needs at "
+                             f"least {self._kp_name()} points")
         rng = check_random_state(self.random_state)
         client_rngs = rng.spawn(sizes.shape[0])
         self._server_rng = rng.spawn(1)[0]
@@ -160,13 +168,17 @@ class MUFC(BaseEstimator):
         self.n_features_in_ = int(n_features)
         return client_rngs
 
-    def _check_params(self, federation=None):
-        if federation is not None and (not hasattr(federation, "client")
-                                       or not hasattr(federation, "n_clients")):
-            raise TypeError("Argument 'federation' must be a HorizontalFederation, got "
-                            f"{type(federation).__name__}")
-        self._k = check_int(self.n_clusters, "n_clusters", min_value=1)
-        self._kp = self._k if self.client_clusters is None else check_int(
+    def _kp_name(self):
+        """The argument that sets K': client_clusters, or n_clusters when it is None."""
+        return "n_clusters" if self.client_clusters is None else "client_clusters"
+
+    def _check_params(self):
+        self._k, self._kp = self._resolve_params()
+
+    def _resolve_params(self):
+        """Validate the parameters; returns ``(K, K')`` (the model is not changed)."""
+        k = check_int(self.n_clusters, "n_clusters", min_value=1)
+        kp = k if self.client_clusters is None else check_int(
             self.client_clusters, "client_clusters", min_value=1)
         check_int(self.server_n_init, "server_n_init", min_value=1)
         if self.server_data not in ("weighted", "uniform"):
@@ -175,6 +187,7 @@ class MUFC(BaseEstimator):
         if self.server_update not in ("exact", "retrain", "lazy"):
             raise ValueError("Argument 'server_update' must be 'exact', 'retrain' or 'lazy', got "
                              f"{self.server_update!r}")
+        return k, kp
 
     def _make_quantizer(self, n, n_features, boxes, rng):
         gamma = 1.0 / np.sqrt(n) if self.gamma == "auto" else check_scalar(
@@ -267,8 +280,8 @@ class MUFC(BaseEstimator):
         n_ids = check_ids(ids, "ids").shape[0]
         left = sum(self._clients[c].n_samples_ for c in self._active) - n_ids
         if left < self._k:
-            raise ValueError(f"Removing {n_ids} point(s) would leave {left} point(s) in the "
-                             f"federation, fewer than n_clusters = {self._k}")
+            raise ValueError(f"Argument 'ids': removing {n_ids} point(s) would leave {left} "
+                             f"point(s) in the federation, fewer than n_clusters = {self._k}")
         with all_or_nothing(self, self._ROUND_DEEP, self._ROUND_SHALLOW), \
                 all_or_nothing(client, client.REMOVAL_DEEP, client.REMOVAL_SHALLOW):
             timings = {}
@@ -299,38 +312,34 @@ class MUFC(BaseEstimator):
 
     def _check_client_removal(self, client_ids, sizes):
         """Validated (ids to remove, remaining clients); ``sizes``: {active client: points}."""
-        ids = np.atleast_1d(np.asarray(client_ids))
-        if ids.dtype.kind not in "iu":
-            raise TypeError(f"Argument 'client_ids' must hold integers, got dtype {ids.dtype}")
-        ids = ids.tolist()
+        ids = check_ids(client_ids, "client_ids").tolist()
+        if not ids:
+            raise ValueError("Argument 'client_ids' must name at least one client, got none")
         for l in ids:
             if l not in self._active:
                 raise ValueError(f"Argument 'client_ids' contains unknown or removed client {l}")
-        if len(set(ids)) != len(ids):
-            raise ValueError(f"Argument 'client_ids' repeats a client: {ids}")
         remaining = [l for l in self._active if l not in set(ids)]
         if not remaining:
-            raise ValueError("Removing every client would leave no data")
+            raise ValueError(f"Argument 'client_ids' names every client ({ids}): removing them "
+                             "would leave no data")
         if sum(sizes[l] for l in remaining) < self._k:
-            raise ValueError(f"Removing clients {ids} would leave fewer points than "
-                             f"n_clusters = {self._k}")
+            raise ValueError(f"Argument 'client_ids': removing clients {ids} would leave fewer "
+                             f"points than n_clusters = {self._k}")
         return ids, remaining
 
     # ------------------------------------------------------------ evaluation
     def predict(self, X):
         """Nearest server center of each row."""
         check_is_fitted(self, "cluster_centers_")
-        X = check_array(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"Argument 'X' has {X.shape[1]} features, but {type(self).__name__} "
-                             f"was fitted with {self.n_features_in_}")
+        X = check_fitted_array(X, self.n_features_in_, type(self).__name__)
         return assign(X, self.cluster_centers_)[0]
 
     def inertia(self, X):
         """Centralized objective of the server centers on X (MUFC eq. (1))."""
         from ...metrics import inertia
         check_is_fitted(self, "cluster_centers_")
-        return inertia(X, self.cluster_centers_)
+        return inertia(check_fitted_array(X, self.n_features_in_, type(self).__name__),
+                       self.cluster_centers_)
 
     def federated_inertia(self):
         """Federated objective (MUFC eq. (2)) on the points the clients still hold.
@@ -364,6 +373,8 @@ def _check_bounds_contain(bounds, boxes):
     if low.shape != (d,) or high.shape != (d,):
         raise ValueError(f"Argument 'bounds' must be (low, high) of shape ({d},) each, got "
                          f"shapes {low.shape} and {high.shape}")
+    for part in (low, high):  # finite, and a box whose width stays finite
+        check_array(part, "bounds", ensure_2d=False, distance_range=True)
     for l, (lo, hi) in enumerate(boxes):
         out = np.flatnonzero((lo < low) | (hi > high))
         if out.size:

@@ -3,8 +3,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._validation import (check_array, check_ids, check_int,
-                           check_random_state, check_scalar)
+from ..._validation import (check_array, check_ids, check_int, check_random_state,
+                           check_scalar, check_weighted_range)
 from ..base import BaseEstimator, check_is_fitted
 from ..kmeans.lloyd import weighted_lloyd, absolute_tolerance
 from ..kmeans.seeding import check_n_clusters_for_weights, seed_lazy
@@ -83,16 +83,19 @@ class UnlearnableKMeans(BaseEstimator):
     def fit(self, X, sample_ids=None, y=None):
         X = check_array(X, "X", copy=True, distance_range=True)
         n = X.shape[0]
+        check_weighted_range(X, float(n))
         ids = np.arange(n, dtype=np.int64) if sample_ids is None else check_ids(sample_ids,
                                                                                  "sample_ids")
         if ids.shape[0] != n:
             raise ValueError(f"Argument 'sample_ids' must have length {n} (rows of X), "
                              f"got {ids.shape[0]}")
-        self._weights = np.ones(n)
-        self._k = check_n_clusters_for_weights(self.n_clusters, self._weights)
-        self._max_iter = check_int(self.max_iter, "max_iter", min_value=1)
+        weights = np.ones(n)
+        k = check_n_clusters_for_weights(self.n_clusters, weights)
+        max_iter = check_int(self.max_iter, "max_iter", min_value=1)
         check_scalar(self.tol, "tol", min_value=0.0)
-        self._rng = check_random_state(self.random_state)
+        rng = check_random_state(self.random_state)
+        # Validated: only now does the model change (a refused fit leaves a fitted model as is).
+        self._weights, self._k, self._max_iter, self._rng = weights, k, max_iter, rng
         self._X = X
         self._ids = ids
         self._order = np.argsort(ids, kind="stable")
@@ -171,7 +174,7 @@ class UnlearnableKMeans(BaseEstimator):
         ids = check_ids(ids, "ids")
         rows = self._rows_of(ids)
         if self.n_samples_ - rows.shape[0] < self._k:
-            raise ValueError(f"Removing {rows.shape[0]} point(s) would leave "
+            raise ValueError(f"Argument 'ids': removing {rows.shape[0]} point(s) would leave "
                              f"{self.n_samples_ - rows.shape[0]} < n_clusters = {self._k}")
         self._weights[rows] = 0.0
         self.n_samples_ -= rows.shape[0]

@@ -12,7 +12,8 @@ and ``E[sum_s w_s] = n``. A regularizer added to the weighted coreset cost keeps
 """
 import numpy as np
 
-from ..._validation import check_array, check_int, check_random_state, check_scalar
+from ..._validation import (check_array, check_int, check_random_state, check_scalar,
+                           check_weighted_range)
 from ...federation.ledger import SERVER, CommLedger
 from ...kernels.coreset import (cluster_cost_sums, gram_matrix, projected_sq_norms, sample_sorted,
                                vkmc_sensitivities)
@@ -24,6 +25,10 @@ from ..kmeans import KMeans, kmeans_plusplus
 
 __all__ = ["VerticalCoreset", "dis_sample", "vkmc_local_scores", "vkmc_coreset",
            "vrlr_local_scores", "vrlr_coreset", "uniform_coreset"]
+
+# Largest total score: DIS sums the scores party by party and in total (a margin of 4 on the
+# largest float64 for the order of the sums).
+_SCORE_SUM_LIMIT = float(np.finfo(np.float64).max) / 4.0
 
 # Squared condition number up to which leverages come from the Gram matrix (relative error about
 # cond2 * eps <= 1e-6); above it a QR factorization is used instead ([VFLC] Alg. 2 line 3).
@@ -52,6 +57,11 @@ def _check_scores(scores):
         j, i = np.argwhere(scores < 0)[0]
         raise ValueError(f"Argument 'scores' must be non-negative, got {float(scores[j, i])!r} "
                          f"at party {j}, row {i}")
+    with np.errstate(over="ignore"):
+        total = float(np.sum(scores))
+    if not total <= _SCORE_SUM_LIMIT:
+        raise ValueError(f"Argument 'scores' sums to {total:.3g}, which overflows the weights "
+                         f"G / (m g_i) of DIS (limit {_SCORE_SUM_LIMIT:.3g}); rescale the scores")
     return np.ascontiguousarray(scores)
 
 
@@ -231,6 +241,7 @@ def vkmc_local_scores(federation, n_clusters, *, alpha=1.0, local_max_iter=0, ra
     Local clusters left empty (duplicate centers) have no rows and add nothing. No communication.
     """
     federation = _check_federation(federation)
+    check_vertical_range(federation)
     k = check_int(n_clusters, "n_clusters", min_value=1, max_value=federation.n_samples)
     alpha = check_scalar(alpha, "alpha", min_value=0.0, include_min=False)
     local_max_iter = check_int(local_max_iter, "local_max_iter", min_value=0)
@@ -334,7 +345,7 @@ def vrlr_local_scores(federation):
     if federation.y is None:
         raise ValueError("Argument 'federation' must hold labels y on its last party for VRLR, "
                          "got y=None")
-    y = check_array(federation.y, "federation.y", ensure_2d=False, dtype=("float64",))
+    y = check_vertical_range(federation, with_y=True)
     scores = np.empty((federation.n_parties, federation.n_samples))
     for j in range(federation.n_parties):
         A = federation.party(j)
@@ -342,6 +353,24 @@ def vrlr_local_scores(federation):
             A = np.column_stack([A.astype(np.float64), y])
         _leverage_scores(A, scores[j])
     return scores
+
+
+def check_vertical_range(federation, with_y=False, total_weight=None):
+    """Refuse a vertical federation whose sums of squares over the rows could overflow float64
+    (Gram matrices, k-means costs): ``total_weight`` (default: the number of rows) times the
+    bound of :func:`~fedcore._validation.check_weighted_range`. ``with_y``: the labels too, as one
+    more column; returns them as float64 (None without ``with_y``)."""
+    w = float(federation.n_samples if total_weight is None else total_weight)
+    blocks = [federation.party(j) for j in range(federation.n_parties)]
+    y = None
+    if with_y:
+        y = check_array(federation.y, "federation.y", ensure_2d=False, dtype=("float64",),
+                        distance_range=True, n_features=1)
+        if y.ndim != 1:
+            raise ValueError(f"Argument 'federation.y' must be 1-D, got shape {y.shape}")
+        check_weighted_range(y[:, None], w, ("federation.y",))
+    check_weighted_range(blocks, w, ("federation",), n_features=federation.n_features)
+    return y
 
 
 def vrlr_coreset(federation, m, *, outlier_fraction=None, random_state=None):

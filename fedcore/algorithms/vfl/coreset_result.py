@@ -8,7 +8,7 @@ messages that built it. :func:`gather` is the upload step that lets any central 
 """
 import numpy as np
 
-from ..._validation import check_array, check_scalar
+from ..._validation import check_array, check_sample_weight, check_scalar
 from ...federation.ledger import SERVER, CommLedger
 from ...federation.vertical import VerticalFederation
 
@@ -72,6 +72,33 @@ def _check_federation(federation, name="federation"):
     return federation
 
 
+def check_coreset(coreset, n_samples):
+    """Refuse anything but a :class:`Coreset` of ``n_samples`` rows with at least one entry, row
+    ids in ``[0, n_samples)`` and finite non-negative weights of finite, positive sum (one per
+    entry); returns it."""
+    if not isinstance(coreset, Coreset):
+        raise TypeError(f"Argument 'coreset' must be a Coreset, got {type(coreset).__name__}")
+    if coreset.n_samples != n_samples:
+        raise ValueError(f"Argument 'coreset' was built on {coreset.n_samples} rows, the "
+                         f"federation has {n_samples}")
+    if not isinstance(coreset.comm, CommLedger):
+        raise TypeError(f"Argument 'coreset.comm' must be a CommLedger, got "
+                        f"{type(coreset.comm).__name__}")
+    idx = coreset.indices
+    if idx.ndim != 1 or idx.shape[0] == 0:
+        raise ValueError(f"Argument 'coreset.indices' must be 1-D with at least one entry, got "
+                         f"shape {idx.shape}")
+    bad = (idx < 0) | (idx >= n_samples)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"Argument 'coreset.indices' must lie in [0, {n_samples}), got "
+                         f"{int(idx[i])} at index {i}")
+    weights = check_sample_weight(coreset.weights, idx.shape[0], "coreset.weights")
+    if not weights.any():
+        raise ValueError("Argument 'coreset.weights' is zero for every entry")
+    return coreset
+
+
 def _check_outlier_fraction(outlier_fraction):
     if outlier_fraction is None:
         return None
@@ -101,11 +128,7 @@ def gather(federation, coreset=None):
         weights = np.ones(federation.n_samples)
         start = 0
     else:
-        if not isinstance(coreset, Coreset):
-            raise TypeError(f"Argument 'coreset' must be a Coreset, got {type(coreset).__name__}")
-        if coreset.n_samples != federation.n_samples:
-            raise ValueError(f"Argument 'coreset' was built on {coreset.n_samples} rows, the "
-                             f"federation has {federation.n_samples}")
+        check_coreset(coreset, federation.n_samples)
         ledger.extend(coreset.comm)
         rows = coreset.indices
         weights = coreset.weights.copy()

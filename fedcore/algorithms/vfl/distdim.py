@@ -6,11 +6,12 @@ on the full data or on a coreset (rows ``coreset.indices`` with weights ``corese
 """
 import numpy as np
 
-from ..._validation import check_array, check_int, check_random_state, check_scalar
+from ..._validation import check_fitted_array, check_int, check_random_state, check_scalar
 from ...federation.ledger import SERVER, CommLedger
 from ...kernels.kmeans.distances import assign_nearest
 from ..base import BaseEstimator, check_is_fitted
-from .coreset_result import Coreset, _check_federation
+from .coreset import check_vertical_range
+from .coreset_result import _check_federation, check_coreset
 from ..kmeans.lloyd import KMeans
 
 __all__ = ["DistDim", "distdim"]
@@ -133,12 +134,9 @@ class DistDim(BaseEstimator):
         """Cluster ``federation`` (all rows), or only the rows of ``coreset`` with its weights."""
         federation = _check_federation(federation)
         if coreset is not None:
-            if not isinstance(coreset, Coreset):
-                raise TypeError(f"Argument 'coreset' must be a Coreset, got "
-                                f"{type(coreset).__name__}")
-            if coreset.n_samples != federation.n_samples:
-                raise ValueError(f"Argument 'coreset' was built on {coreset.n_samples} rows, the "
-                                 f"federation has {federation.n_samples}")
+            check_coreset(coreset, federation.n_samples)
+        check_vertical_range(federation, total_weight=None if coreset is None
+                             else float(coreset.weights.sum()))
         n_rows = federation.n_samples if coreset is None else len(coreset)
         k = check_int(self.n_clusters, "n_clusters", min_value=1, max_value=n_rows)
         cc = k if self.client_clusters is None else self.client_clusters
@@ -162,10 +160,7 @@ class DistDim(BaseEstimator):
     def predict(self, X):
         """Nearest final center of each row of a full-feature array ``X`` (lowest index on ties)."""
         check_is_fitted(self, "cluster_centers_")
-        X = check_array(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but DistDim is expecting "
-                             f"{self.n_features_in_} features as input.")
+        X = check_fitted_array(X, self.n_features_in_, "DistDim")
         labels = np.empty(X.shape[0], dtype=np.int64)
         assign_nearest(X, np.ascontiguousarray(self.cluster_centers_.T), labels,
                        np.empty(X.shape[0]))

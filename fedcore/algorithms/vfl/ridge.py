@@ -12,12 +12,12 @@ same ``alpha`` ([VFLC] Section 6 uses ``0.1 n``) keeps its meaning on a coreset.
 import numpy as np
 import scipy.linalg
 
-from ..._validation import check_array, check_int, check_random_state, check_scalar
+from ..._validation import check_fitted_array, check_int, check_random_state, check_scalar
 from ...federation.ledger import SERVER, CommLedger
 from ...kernels.coreset import saga_epoch
 from ..base import BaseEstimator, check_is_fitted
-from .coreset import _sample_rows
-from .coreset_result import Coreset, _check_federation, gather
+from .coreset import _sample_rows, check_vertical_range
+from .coreset_result import _check_federation, check_coreset, gather
 
 __all__ = ["VerticalRidge", "ridge_central", "ridge_saga"]
 
@@ -154,9 +154,10 @@ class VerticalRidge(BaseEstimator):
         if federation.y is None:
             raise ValueError("Argument 'federation' must hold labels y on its last party, "
                              "got y=None")
-        check_array(federation.y, "federation.y", ensure_2d=False, dtype=("float64",))
-        if coreset is not None and not isinstance(coreset, Coreset):
-            raise TypeError(f"Argument 'coreset' must be a Coreset, got {type(coreset).__name__}")
+        if coreset is not None:
+            check_coreset(coreset, federation.n_samples)
+        check_vertical_range(federation, with_y=True, total_weight=None if coreset is None
+                             else float(coreset.weights.sum()))
         alpha = check_scalar(self.alpha, "alpha", min_value=0.0)
         if self.solver not in ("central", "saga"):
             raise ValueError(f"Argument 'solver' must be 'central' or 'saga', got {self.solver!r}")
@@ -175,9 +176,6 @@ class VerticalRidge(BaseEstimator):
                 rows = np.arange(federation.n_samples)
                 weights = np.ones(federation.n_samples)
             else:
-                if coreset.n_samples != federation.n_samples:
-                    raise ValueError(f"Argument 'coreset' was built on {coreset.n_samples} rows, "
-                                     f"the federation has {federation.n_samples}")
                 ledger.extend(coreset.comm)
                 rows, weights = coreset.indices, coreset.weights
             X = federation.to_array() if coreset is None else np.hstack(
@@ -195,8 +193,11 @@ class VerticalRidge(BaseEstimator):
     def predict(self, X):
         """``X @ coef_`` for a full-feature array ``X`` of shape (n_samples, n_features)."""
         check_is_fitted(self, "coef_")
-        X = check_array(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but VerticalRidge is expecting "
-                             f"{self.n_features_in_} features as input.")
-        return X @ self.coef_
+        X = check_fitted_array(X, self.n_features_in_, "VerticalRidge")
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = X @ self.coef_
+        if not np.isfinite(out).all():
+            i = int(np.argmin(np.isfinite(out)))
+            raise ValueError(f"Argument 'X': the prediction of row {i} overflows float64; "
+                             "rescale X")
+        return out
