@@ -1382,10 +1382,8 @@ add_param_cases("datasets.load_gaussian", datasets.load_gaussian, "random_state"
 
 # --------------------------------------------------------------------------------------------
 
-# Known gaps outside this catalogue's reach (the module is maintained separately): strict xfails,
-# so that the fix shows.
-KNOWN = {("SCMAServer.decode", "messages None"):
-         "fedcore.secagg: decode iterates 'messages' before checking it"}
+# Known gaps: strict xfails (with the reason), so that a fix shows. None at present.
+KNOWN = {}
 
 
 def _params():

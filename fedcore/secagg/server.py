@@ -100,6 +100,10 @@ class SCMAServer:
     # ------------------------------------------------------------------ aggregation
     def _collect(self, messages, senders, participants, round):
         """Checked messages of the senders, summed mod p; returns (total, fingerprints)."""
+        if not isinstance(messages, Mapping) and (
+                isinstance(messages, (str, bytes)) or not hasattr(messages, "__iter__")):
+            raise TypeError("Argument 'messages' must be a mapping {client_id: message} or a "
+                            f"sequence of messages, got {type(messages).__name__}")
         if isinstance(messages, Mapping):
             if messages.keys() != set(senders):  # senders are valid ids already
                 self._check_senders(messages, senders, participants, round)
