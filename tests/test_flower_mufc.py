@@ -116,8 +116,8 @@ def _failing_client(data, fail_partition, fail_round):
     app = ClientApp()
 
     @app.query()
-    def hello(msg, context):
-        return flower_mufc.handle_hello(msg, context, data)
+    def query(msg, context):
+        return flower_mufc.handle_query(msg, context, data)
 
     @app.train()
     def train(msg, context):
@@ -140,6 +140,37 @@ def test_node_failure_mid_removal_round_names_node_and_publishes_nothing():
     assert len(error.failures) == 1
     (node,) = error.failures
     assert f"node {node}" in str(error) and "no model was published" in str(error)
+    assert apps.result is None
+
+
+def test_dropout_at_the_threshold_decodes_the_survivors_exactly():
+    """dropout_threshold = 7 of 10: client 4 fails in the removal round after the round keys
+    were agreed; the survivors' shares rebuild its masks and the sum of the other nine clients
+    is decoded exactly; client 4 leaves the federation."""
+    from fedcore.algorithms.mufc.aggregation import sum_sparse
+    fed = _federation(10)
+    estimator = MUFC(10, client_clusters=5, dropout_threshold=7, random_state=0)
+    removals = [(0, [int(fed.client(0)[1][3])])]
+    model, vectors = _in_process(estimator, fed, removals)
+    apps = flower_mufc.mufc_apps(estimator, DATA, removals=removals)
+    apps.client_app = _failing_client(DATA, fail_partition=4, fail_round=1)
+    result = apps.simulate(10)
+    assert result.dropped_clients_ == [4]
+    bins, counts = sum_sparse([model.aggregate_, (vectors[4][0], -vectors[4][1])])
+    np.testing.assert_array_equal(result.aggregate_[0], bins)
+    np.testing.assert_array_equal(result.aggregate_[1], counts)
+    assert result.aggregate_[1].sum() == fed.n_samples - 1 - fed.client_sizes[4]
+    kinds = {m.kind for m in result.comm_.messages}
+    assert {"round-key", "key-shares", "unmask"} <= kinds
+
+
+def test_one_drop_past_the_threshold_fails_the_round():
+    estimator = MUFC(10, client_clusters=5, dropout_threshold=10, random_state=0)
+    apps = flower_mufc.mufc_apps(estimator, DATA,
+                                 removals=[(0, [int(_federation(10).client(0)[1][3])])])
+    apps.client_app = _failing_client(DATA, fail_partition=4, fail_round=1)
+    with pytest.raises(FlowerRoundError, match="fewer than dropout_threshold = 10"):
+        apps.simulate(10)
     assert apps.result is None
 
 

@@ -49,10 +49,12 @@ class SCMAAggregator:
     precomputed offline after the previous round for the same participants.
     """
 
-    def __init__(self, n_clients, client_clusters, n_bins, n_dims, rng, *, with_clients=True):
+    def __init__(self, n_clients, client_clusters, n_bins, n_dims, rng, *, with_clients=True,
+                 dropout_threshold=None):
         from ...secagg import SCMAClient, SCMASetup, SCMAServer
         self.setup = SCMASetup(n_clients, client_clusters * n_clients, n_dims=n_dims,
-                               bins=n_bins, random_state=rng)
+                               bins=n_bins, random_state=rng,
+                               dropout_threshold=dropout_threshold)
         self.clients = [SCMAClient(l, self.setup) for l in range(n_clients)] if with_clients \
             else []
         self.server = SCMAServer(self.setup.public())
@@ -89,10 +91,18 @@ class SCMAAggregator:
         self._last = (total, bins, counts)
         return bins, counts
 
-    def combine(self, messages, round, ledger):
-        """Server side: masked messages {client: uint64 message} -> (bins, counts) of the sum."""
-        participants = sorted(messages)
+    def combine(self, messages, round, ledger, *, dropped=(), unmask_shares=None,
+                public_keys=None):
+        """Server side: masked messages {client: uint64 message} -> (bins, counts) of the sum.
+
+        ``dropped``: participants whose message did not arrive (dropout tolerance): their masks
+        are rebuilt from the survivors' ``unmask_shares`` ({survivor: {dropped: share}}) and the
+        round ``public_keys``, and their vectors are not in the sum.
+        """
+        participants = sorted(set(messages) | set(dropped))
         total = self.server.aggregate(messages, round=round, participants=participants,
+                                      dropped=sorted(dropped) or None,
+                                      unmask_shares=unmask_shares, public_keys=public_keys,
                                       ledger=ledger)
         bins, counts = self._decode(total, round)
         return (np.asarray(bins, dtype=np.int64).reshape(-1, self.setup.n_dims),

@@ -57,6 +57,13 @@ class MUFC(BaseEstimator):
         Grid step in the unit cube; "auto" is ``1 / sqrt(n)`` (Theorem 4.1's choice).
     secure : bool, default=True
         Aggregate with SCMA (the server sees masked syndromes only) or as a plaintext sum.
+    dropout_threshold : None or int, default=None
+        With ``secure=True``: SCMA's dropout tolerance ([SecAgg]; see ``docs/security.md``).
+        Clients Shamir-share fresh round keys with threshold t, so a round still decodes exactly
+        when clients drop after the masks were agreed, as long as t participants answer; the
+        dropped clients leave the federation (their vectors leave the sum). In process no client
+        drops; on Flower (:mod:`fedcore.integrations.flower.mufc`) a node that fails during a
+        round is such a drop. None: no tolerance (a drop fails the round).
     server_data : "weighted" or "uniform"
         "weighted": weighted k-means++ and Lloyd on the occupied bins' grid points with their
         counts as weights. "uniform": ``q_j`` points drawn uniformly in bin ``j`` (the paper's
@@ -97,7 +104,7 @@ class MUFC(BaseEstimator):
 
     def __init__(self, n_clusters=8, *, client_clusters=None, gamma="auto", secure=True,
                  server_data="weighted", server_n_init=10, bounds=None, random_phase=False,
-                 server_update="exact", random_state=None):
+                 server_update="exact", dropout_threshold=None, random_state=None):
         self.n_clusters = n_clusters
         self.client_clusters = client_clusters
         self.gamma = gamma
@@ -107,6 +114,7 @@ class MUFC(BaseEstimator):
         self.bounds = bounds
         self.random_phase = random_phase
         self.server_update = server_update
+        self.dropout_threshold = dropout_threshold
         self.random_state = random_state
 
     # ------------------------------------------------------------------ fit
@@ -115,6 +123,7 @@ class MUFC(BaseEstimator):
         arrays)."""
         k, kp = self._resolve_params()
         federation = check_federation(federation, kp, self._kp_name())
+        self._check_dropout_threshold(federation.n_clients)
         boxes = [(X_l.min(axis=0), X_l.max(axis=0)) for X_l, _ in federation]
         if self.bounds is not None:
             _check_bounds_contain(self.bounds, boxes)
@@ -161,12 +170,23 @@ class MUFC(BaseEstimator):
         if self.secure:
             self._aggregator = _aggregation.SCMAAggregator(
                 sizes.shape[0], self._kp, self._quantizer.n_bins, n_features, rng.spawn(1)[0],
-                with_clients=with_clients)
+                with_clients=with_clients,
+                dropout_threshold=self._check_dropout_threshold(sizes.shape[0]))
         else:
             self._aggregator = _aggregation.PlainAggregator(
                 sizes.shape[0], self._kp, self._quantizer.n_bins, n_features, rng.spawn(1)[0])
         self.n_features_in_ = int(n_features)
         return client_rngs
+
+    def _check_dropout_threshold(self, n_clients):
+        """``dropout_threshold`` validated against the number of clients (None or an int)."""
+        t = getattr(self, "dropout_threshold", None)
+        if t is None:
+            return None
+        if not self.secure:
+            raise ValueError(f"Argument 'dropout_threshold'={t!r} needs secure=True (dropout "
+                             "tolerance is part of SCMA)")
+        return check_int(t, "dropout_threshold", min_value=1, max_value=n_clients)
 
     def _kp_name(self):
         """The argument that sets K': client_clusters, or n_clusters when it is None."""

@@ -79,11 +79,14 @@ def wait_for_nodes(grid, n_nodes, timeout=DEFAULT_TIMEOUT):
         time.sleep(0.02)
 
 
-def exchange(grid, contents, message_type, stage, timeout=DEFAULT_TIMEOUT):
+def exchange(grid, contents, message_type, stage, timeout=DEFAULT_TIMEOUT, *,
+             allow_failures=False):
     """Send ``contents[node]`` (a RecordDict) to every node and return ``{node: reply content}``.
 
     Raises :class:`FlowerRoundError` naming every node whose reply is an error or is missing
-    after ``timeout`` seconds; no reply of the round is returned in that case.
+    after ``timeout`` seconds; no reply of the round is returned in that case. With
+    ``allow_failures`` it returns ``(replies, {node: reason})`` instead, for protocols that
+    tolerate nodes dropping out.
     """
     from flwr.app import Message
     messages = [Message(content, dst_node_id=node, message_type=message_type,
@@ -99,6 +102,8 @@ def exchange(grid, contents, message_type, stage, timeout=DEFAULT_TIMEOUT):
     for node in contents:
         if node not in got and node not in failures:
             failures[node] = f"no reply within {timeout} s"
+    if allow_failures:
+        return got, failures
     if failures:
         raise FlowerRoundError(f"{message_type} {stage}", failures)
     return got

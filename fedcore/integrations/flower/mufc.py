@@ -45,13 +45,14 @@ from ...algorithms.kmeans.lloyd import assign
 from ...algorithms.mufc.estimators import MUFC, MUFCRemovalReport, client_vector
 from ...algorithms.mufc.quantize import Quantizer
 from ...algorithms.mufc.unlearning import UnlearnableKMeans
+from ...federation.ledger import SERVER
 from ...secagg import generate_key_pair
 from ._common import (DEFAULT_TIMEOUT, FlowerApps, FlowerRoundError, arrays_record, exchange,
                       generator_from_config, local_partition, read_arrays, require_flwr,
                       seed_sequence_config, settings, wait_for_nodes)
 
 __all__ = ["MUFCFlowerResult", "mufc_apps", "load_mufc_result", "parse_removals", "handle_hello",
-           "handle_round", "DEFAULTS", "server_app", "client_app"]
+           "handle_query", "handle_round", "DEFAULTS", "server_app", "client_app"]
 
 #: Settings of the MUFC apps (run config keys); data keys: ``_common.federation_from_settings``.
 DEFAULTS = {
@@ -59,7 +60,7 @@ DEFAULTS = {
     "server-data": "weighted", "server-n-init": 10, "random-phase": False,
     "server-update": "exact", "random-seed": 0, "removals": "", "timeout": DEFAULT_TIMEOUT,
     "output-path": "", "dataset": "gaussian", "partition": "noniid", "clusters-per-client": 5,
-    "data-seed": 0,
+    "data-seed": 0, "dropout-threshold": 0,
 }
 
 _STATE = "fedcore-mufc"
@@ -80,6 +81,7 @@ class MUFCFlowerResult:
         ``client_retrained`` is None when the server does not learn it (exact mode).
     n_rounds_ : int
     node_ids_ : list of int, the Flower node of each client id
+    dropped_clients_ : list of int, clients that dropped out during a round (dropout tolerance)
     """
 
     cluster_centers_: np.ndarray
@@ -88,6 +90,7 @@ class MUFCFlowerResult:
     reports_: list = field(default_factory=list)
     n_rounds_: int = 0
     node_ids_: list = field(default_factory=list)
+    dropped_clients_: list = field(default_factory=list)
 
     def predict(self, X):
         """Nearest server center of each row."""
@@ -101,6 +104,7 @@ def _estimator(cfg):
                 secure=bool(cfg["secure"]), server_data=str(cfg["server-data"]),
                 server_n_init=int(cfg["server-n-init"]), random_phase=bool(cfg["random-phase"]),
                 server_update=str(cfg["server-update"]),
+                dropout_threshold=int(cfg["dropout-threshold"]) or None,
                 random_state=None if int(cfg["random-seed"]) < 0 else int(cfg["random-seed"]))
 
 
@@ -182,6 +186,39 @@ def handle_hello(msg, context, defaults=None):
     return Message(content, reply_to=msg)
 
 
+def handle_query(msg, context, defaults=None):
+    """``query`` handler: the ``hello``, and with dropout tolerance the key steps of a round.
+
+    ``config["step"]``: ``"hello"`` (default, :func:`handle_hello`); ``"setup"`` (round 0's
+    seeding before the keys of round 0 are agreed); ``"round-key"`` (this client's fresh round
+    public key); ``"key-shares"`` (Shamir shares of its round key, sealed for each participant);
+    ``"unmask"`` (its shares of the round keys of the clients that dropped). See
+    :class:`fedcore.SCMAClient` and ``docs/security.md``.
+    """
+    from flwr.app import ConfigRecord, Message, RecordDict
+    config = msg.content["config"]
+    step = str(config.get("step", "hello"))
+    if step == "hello":
+        return handle_hello(msg, context, defaults)
+    client = _load(context)
+    round = int(config.get("round", 0))
+    if step == "setup":
+        client.start(config, read_arrays(msg.content["grid"]), dict(msg.content["keys"]))
+        reply = {"ok": True}
+    elif step == "round-key":
+        reply = {"key": client.encoder.round_public_key(round)}
+    elif step == "key-shares":
+        keys = {int(c): bytes(k) for c, k in msg.content["round-keys"].items()}
+        reply = {str(v): box for v, box in client.encoder.key_shares(round, keys).items()}
+    elif step == "unmask":
+        dropped = [int(u) for u in config["dropped"]]
+        reply = {str(u): s for u, s in client.encoder.reveal_key_shares(round, dropped).items()}
+    else:
+        raise ValueError(f"Unknown MUFC query step {step!r}")
+    _save(context, client)
+    return Message(RecordDict({"reply": ConfigRecord(reply)}), reply_to=msg)
+
+
 def handle_round(msg, context, defaults=None):
     """``train`` handler: round 0 seeds; later rounds apply this node's removal request, if any;
     every round replies the (masked) vector and the node's timings."""
@@ -192,12 +229,15 @@ def handle_round(msg, context, defaults=None):
     timing = {}
     t0 = time.perf_counter()
     retrained = False
-    if round == 0:
+    if "grid" in msg.content:  # round 0 (without dropout tolerance: no setup query before)
         client.start(config, read_arrays(msg.content["grid"]), dict(msg.content["keys"]))
     elif "remove" in msg.content:
         retrained = client.model.remove(read_arrays(msg.content["remove"])["ids"]).retrained
     timing["client_unlearn"] = time.perf_counter() - t0
     t0 = time.perf_counter()
+    if "shares" in msg.content:  # the round keys' shares the other participants sealed for it
+        client.encoder.receive_key_shares(
+            round, {int(u): bytes(box) for u, box in msg.content["shares"].items()})
     content = RecordDict({"vector": client.message(round, participants)})
     timing["client_encode"] = time.perf_counter() - t0
     _save(context, client)
@@ -216,6 +256,8 @@ class _Server:
     def __init__(self, grid, model, timeout):
         self.grid, self.model, self.timeout = grid, model, timeout
         model._check_params()
+        self.tolerant = model.secure and getattr(model, "dropout_threshold", None) is not None
+        self.dropped_ = []  # clients that dropped out, in order
 
     def hello(self, nodes):
         from flwr.app import ConfigRecord, RecordDict
@@ -262,6 +304,12 @@ class _Server:
                                    "spawn-key": seed["spawn-key"]})
             contents[node] = RecordDict({"config": self._round_config(0, config),
                                          "grid": grid_arrays, "keys": keys})
+        if self.tolerant:  # seed first: round 0's keys are agreed before its messages
+            for content in contents.values():
+                content["config"]["step"] = "setup"
+            exchange(self.grid, contents, "query", "setup", self.timeout)
+            contents = {node: RecordDict({"config": self._round_config(0)})
+                        for node in self.node_of}
         bins, counts, recluster, _, timings = self._collect(contents, 0, recluster=True)
         return bins, counts, recluster, True, timings  # every client seeded
 
@@ -272,11 +320,70 @@ class _Server:
         config.update(extra or {})
         return ConfigRecord(config)
 
-    def _collect(self, contents, round, recluster, removal=None):
-        """Send one round, combine the replies as the in-process server does, re-cluster."""
-        m = self.model
-        replies = exchange(self.grid, contents, "train", f"round {round}", self.timeout)
+    def _query(self, clients, step, round, extra=None, records=None):
+        """One ``query`` step of the key agreement to ``clients``; {client: reply record}."""
+        from flwr.app import ConfigRecord, RecordDict
+        contents = {}
+        for l in clients:
+            content = RecordDict({"config": ConfigRecord(dict(extra or {}, step=step,
+                                                              round=round))})
+            for name, record in (records or {}).get(l, {}).items():
+                content[name] = record
+            contents[self.node_of[l]] = content
+        replies = exchange(self.grid, contents, "query", f"{step} {round}", self.timeout)
         client_of = {node: l for l, node in enumerate(self.node_of)}
+        out = {client_of[node]: content["reply"] for node, content in replies.items()}
+        for l, reply in out.items():
+            self.model.comm_.record(round, sender=l, receiver=SERVER, kind=step,
+                                    n_elements=sum(len(bytes(v)) for v in reply.values()
+                                                   if isinstance(v, bytes)),
+                                    bits_per_element=8)
+        return out
+
+    def _agree_round_keys(self, round, contents):
+        """Dropout tolerance, before the round's messages: every participant's fresh round
+        key, then the Shamir shares of it, sealed per holder and relayed with the train
+        messages (``contents``, changed in place). Returns the round public keys."""
+        from flwr.app import ConfigRecord
+        participants = list(self.model._active)
+        keys = {l: bytes(r["key"]) for l, r in self._query(participants, "round-key",
+                                                             round).items()}
+        key_record = ConfigRecord({str(l): k for l, k in keys.items()})
+        sealed = self._query(participants, "key-shares", round,
+                             records={l: {"round-keys": key_record} for l in participants})
+        for v in participants:
+            held = {str(u): bytes(sealed[u][str(v)]) for u in participants if u != v}
+            contents[self.node_of[v]]["shares"] = ConfigRecord(held)
+        return keys
+
+    def _collect(self, contents, round, recluster, removal=None):
+        """Send one round, combine the replies as the in-process server does, re-cluster.
+
+        With dropout tolerance, nodes that fail during the round are dropped: as long as
+        ``dropout_threshold`` participants answered, their shares rebuild the dropped clients'
+        masks, the sum of the survivors is decoded exactly and the dropped clients leave the
+        federation; with fewer, the round fails and nothing is published.
+        """
+        m = self.model
+        stage = f"round {round}"
+        dropped, unmask, round_keys = [], None, None
+        client_of = {node: l for l, node in enumerate(self.node_of)}
+        if self.tolerant:
+            round_keys = self._agree_round_keys(round, contents)
+            replies, failures = exchange(self.grid, contents, "train", stage, self.timeout,
+                                         allow_failures=True)
+            dropped = sorted(client_of[node] for node in failures)
+            survivors = [l for l in m._active if l not in dropped]
+            if dropped and len(survivors) < m.dropout_threshold:
+                raise FlowerRoundError(
+                    f"train {stage}: {len(survivors)} participant(s) answered, fewer than "
+                    f"dropout_threshold = {m.dropout_threshold}", failures)
+            if dropped:
+                unmask = {l: {int(u): bytes(s) for u, s in reply.items()} for l, reply in
+                          self._query(survivors, "unmask", round,
+                                      extra={"dropped": dropped}).items()}
+        else:
+            replies = exchange(self.grid, contents, "train", stage, self.timeout)
         vectors, status = {}, {}
         for node, content in replies.items():
             arrays = read_arrays(content["vector"])
@@ -286,12 +393,20 @@ class _Server:
         timings = {"client_unlearn": max(float(s["seconds-unlearn"]) for s in status.values()),
                    "client_encode": max(float(s["seconds-encode"]) for s in status.values())}
         retrained = None
-        if removal is not None and "retrained" in status[removal]:
+        if removal is not None and removal in status and "retrained" in status[removal]:
             retrained = bool(status[removal]["retrained"])
             recluster = recluster or retrained
         t0 = time.perf_counter()
-        bins, counts = m._aggregator.combine(vectors, round, m.comm_)
+        if dropped:
+            bins, counts = m._aggregator.combine(vectors, round, m.comm_, dropped=dropped,
+                                                 unmask_shares=unmask, public_keys=round_keys)
+            m._active = [l for l in m._active if l not in dropped]
+            for l in dropped:
+                self.sizes.pop(l, None)
+        else:
+            bins, counts = m._aggregator.combine(vectors, round, m.comm_)
         timings["server_decode"] = time.perf_counter() - t0
+        self.dropped_ += dropped
         return bins, counts, recluster, retrained, timings
 
     def removal_round(self, client, ids):
@@ -317,7 +432,8 @@ class _Server:
             n_removed = len(ids)
             result = self._collect(contents, r, recluster=m.server_update != "lazy",
                                    removal=client)
-            self.sizes[client] -= n_removed
+            if client in self.sizes:  # (a client that dropped in this round left entirely)
+                self.sizes[client] -= n_removed
         return self._publish(result, n_removed)
 
     def _publish(self, result, n_removed):
@@ -341,7 +457,7 @@ def run_server(grid, model, n_nodes, removals=(), timeout=DEFAULT_TIMEOUT):
         reports.append(server.removal_round(int(client), ids))
         reports[-1].timings["round_wall"] = time.perf_counter() - t0
     return MUFCFlowerResult(model.cluster_centers_, model.aggregate_, model.comm_, reports,
-                            model.n_rounds_, list(server.node_of))
+                            model.n_rounds_, list(server.node_of), list(server.dropped_))
 
 
 def _save_result(path, result):
@@ -407,7 +523,7 @@ def mufc_apps(estimator=None, data=None, *, removals=(), timeout=DEFAULT_TIMEOUT
                 n_nodes, path)
         apps.publish(result)
 
-    client_app.query()(lambda msg, context: handle_hello(msg, context, defaults))
+    client_app.query()(lambda msg, context: handle_query(msg, context, defaults))
     client_app.train()(lambda msg, context: handle_round(msg, context, defaults))
     return apps
 
