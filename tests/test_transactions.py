@@ -137,3 +137,25 @@ def test_all_or_nothing_restores_attributes_and_the_ledger():
             raise Injected()
     assert thing.values.tolist() == [0, 1, 2] and thing.table == {"a": 1}
     assert not hasattr(thing, "created") and thing.comm_.messages == []
+
+
+@pytest.mark.parametrize("name", ["seed_lazy", "weighted_lloyd"])
+@pytest.mark.parametrize("hit_center", [True, False])
+def test_unlearnable_kmeans_failed_removal_changes_nothing(monkeypatch, name, hit_center):
+    X, _, _ = fedcore.datasets.make_gaussian_mixture(400, 3, 4, cluster_std=0.05,
+                                                     random_state=2)
+    model = fedcore.UnlearnableKMeans(4, refine=True, random_state=0).fit(X)
+    twin = pickle.loads(pickle.dumps(model))
+    before = pickle.dumps(model)
+    ids = [int(model.center_ids_[1])] if hit_center else \
+        [int(np.setdiff1d(np.arange(400), model.center_ids_)[0])]
+    if name == "seed_lazy" and not hit_center:
+        name = "weighted_lloyd"  # no center hit: no re-seed, only the refinement
+    with monkeypatch.context() as patch:
+        _fail(patch, unlearning, name)
+        with pytest.raises(Injected):
+            model.remove(ids)
+    assert pickle.dumps(model) == before
+    got, want = model.remove(ids), twin.remove(ids)
+    assert got == want
+    np.testing.assert_array_equal(model.cluster_centers_, twin.cluster_centers_)

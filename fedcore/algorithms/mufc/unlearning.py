@@ -110,25 +110,30 @@ class UnlearnableKMeans(BaseEstimator):
     def _seed(self, prefix):
         """Redraw centers after ``prefix`` (Alg. 3 lines 11-14) and reassign every point."""
         rows, labels, _ = seed_lazy(self._X, self._weights, self._rng, self._k, prefix)
-        self._slot[self._rows] = -1
-        self._rows = rows
-        self._slot[rows] = np.arange(self._k)
-        self._labels = labels
-        self._finish()
+        self._commit(self._state(rows, labels))
 
-    def _finish(self):
-        self.seeds_ = self._X[self._rows].copy()
-        self.center_ids_ = self._ids[self._rows]
+    def _state(self, rows, labels):
+        """The fitted attributes for centers ``rows`` and seeding ``labels``, computed without
+        changing the model (Lloyd's refinement included), as a dict for :meth:`_commit`."""
+        seeds = self._X[rows].copy()
+        state = {"_rows": rows, "seeds_": seeds, "center_ids_": self._ids[rows],
+                 "cluster_centers_": seeds, "_labels": labels}
         if self.refine:
             tol = absolute_tolerance(self._X, self.tol)
-            centers, labels, _, _ = weighted_lloyd(self._X, self._weights, self.seeds_,
+            centers, labels, _, _ = weighted_lloyd(self._X, self._weights, seeds,
                                                    self._max_iter, tol)
-            self.cluster_centers_ = centers.astype(self._X.dtype, copy=False)
-            self._labels = labels
-        else:
-            self.cluster_centers_ = self.seeds_
+            state.update(cluster_centers_=centers.astype(self._X.dtype, copy=False),
+                         _labels=labels)
         alive = self._weights > 0.0
-        self.cluster_sizes_ = np.bincount(self._labels[alive], minlength=self._k).astype(np.int64)
+        state["cluster_sizes_"] = np.bincount(state["_labels"][alive],
+                                              minlength=self._k).astype(np.int64)
+        return state
+
+    def _commit(self, state):
+        """Make ``state`` (from :meth:`_state`) the model's; cannot fail."""
+        self._slot[self._rows] = -1
+        self._slot[state["_rows"]] = np.arange(self._k)
+        self.__dict__.update(state)
 
     @property
     def labels_(self):
@@ -176,16 +181,23 @@ class UnlearnableKMeans(BaseEstimator):
         if self.n_samples_ - rows.shape[0] < self._k:
             raise ValueError(f"Argument 'ids': removing {rows.shape[0]} point(s) would leave "
                              f"{self.n_samples_ - rows.shape[0]} < n_clusters = {self._k}")
-        self._weights[rows] = 0.0
-        self.n_samples_ -= rows.shape[0]
         hit = self._slot[rows]
         hit = hit[hit >= 0]
-        if hit.size == 0:
-            if self.refine:
-                self._finish()
+        weights, stream = self._weights[rows].copy(), self._rng.bit_generator.state
+        self._weights[rows] = 0.0
+        try:  # the new state is computed first, then committed: a failure changes nothing
+            if hit.size == 0:
+                if self.refine:
+                    self._commit(self._state(self._rows, self._labels))
+                else:
+                    np.subtract.at(self.cluster_sizes_, self._labels[rows], 1)
+                restart = None
             else:
-                np.subtract.at(self.cluster_sizes_, self._labels[rows], 1)
-            return RemovalResult(False, None, int(rows.shape[0]))
-        i = int(hit.min())
-        self._seed(self._rows[:i])
-        return RemovalResult(True, i, int(rows.shape[0]))
+                restart = int(hit.min())
+                self._seed(self._rows[:restart])
+        except BaseException:
+            self._weights[rows] = weights
+            self._rng.bit_generator.state = stream
+            raise
+        self.n_samples_ -= rows.shape[0]
+        return RemovalResult(restart is not None, restart, int(rows.shape[0]))
