@@ -63,7 +63,8 @@ def run_mufc_flower_job(dataset="gaussian", n_clients=None, n_clusters=None, cli
         np.array([np.nan])
     modeled = np.array([r.modeled_latency for r in result.reports_[1:]]) if plan else \
         np.array([np.nan])
-    Xr = np.concatenate([reference._clients[l].remaining()[0] for l in reference._active])
+    Xr = np.concatenate([reference.client_model(l).remaining()[0]
+                         for l in reference.client_ids_])
     rows = [("dataset", f"{dataset} stand-in (n={X.shape[0]}, d={X.shape[1]}, K={k}, "
                         f"L={n_clients}, K'={kp}, non-iid)"),
             ("engine", f"Flower simulation (Ray backend), {n_clients} nodes"),

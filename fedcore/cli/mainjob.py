@@ -17,7 +17,7 @@ __all__ = ["DATASETS", "PAPER_LOSS_RATIOS", "check_options", "run_mufc_job"]
 
 def _remaining(model):
     """Points the MUFC clients still hold, stacked, with (client, id) of each."""
-    parts = [(l, *model._clients[l].remaining()) for l in model._active]
+    parts = [(l, *model.client_model(l).remaining()) for l in model.client_ids_]
     X = np.concatenate([X_l for _, X_l, _ in parts])
     owners = np.concatenate([np.full(ids.shape[0], l) for l, _, ids in parts])
     ids = np.concatenate([ids for _, _, ids in parts])
@@ -29,8 +29,8 @@ def _pick_removal(model, mode, batch, rng):
     that contribute most to the objective (largest squared distance to the nearest server center,
     as in the MUFC paper's Fig. 3(e))."""
     X, owners, ids = _remaining(model)
-    sizes = {l: model._clients[l].n_samples_ for l in model._active}
-    eligible = [l for l in model._active if sizes[l] - batch >= model._kp]
+    sizes = {l: model.client_model(l).n_samples_ for l in model.client_ids_}
+    eligible = [l for l in model.client_ids_ if sizes[l] - batch >= model.client_clusters_]
     if not eligible:
         raise ValueError("No client can lose another batch and keep client_clusters points")
     if mode == "adversarial":
@@ -166,7 +166,7 @@ def run_mufc_job(dataset="celltype", n_clients=None, n_clusters=None, client_clu
         dc_times.append(time.perf_counter() - t0)
         if r % every == 0:
             Xr, owners, idr = _remaining(model)
-            refed = _refederate(Xr, owners, idr, model._active)
+            refed = _refederate(Xr, owners, idr, model.client_ids_)
             # A complete retrain: the fastest fresh fit (no coupling records kept).
             retrain.append(make_mufc(seed + r + 1, "retrain").fit(refed)
                            .fit_report_.modeled_latency)
@@ -199,12 +199,12 @@ def _warm_up(make_mufc, fed, k, kp, seed):
     few = [fed.client(l) for l in range(min(fed.n_clients, max(4, 2 * -(-k // kp))))]
     small = HorizontalFederation([X_l for X_l, _ in few], [ids for _, ids in few])
     model = make_mufc(seed).fit(small)
-    client = model._clients[0]
+    client = model.client_model(0)
     kept = np.setdiff1d(client.sample_ids_, client.center_ids_)
     if kept.size and client.n_samples_ > kp:
         model.remove(0, kept[:1])               # no client retrain
-    if model._clients[0].n_samples_ > kp:
-        model.remove(0, model._clients[0].center_ids_[:1])   # the client re-seeds
+    if model.client_model(0).n_samples_ > kp:
+        model.remove(0, model.client_model(0).center_ids_[:1])   # the client re-seeds
     make_mufc(seed, "retrain").fit(small)
     dckm = DCKMeans(k, client_clusters=kp, random_state=seed).fit(small)
     dckm.remove(0, small.client(0)[1][:1])

@@ -81,9 +81,10 @@ class MUFC(BaseEstimator):
         aggregate with fresh randomness, so the model is distributed exactly as a fit on the
         remaining data. "retrain" runs ``server_n_init`` new k-means++ and Lloyd runs; "exact"
         (with ``server_data="weighted"``) couples each run with its previous one instead
-        (:class:`~fedcore.algorithms.mufc.coupled.CoupledKMeans`): each seed is kept with probability
-        ``min(1, Q/P)`` of its new and old D^2 probabilities, else it and the later seeds are
-        redrawn, which gives exactly k-means++'s distribution on the new aggregate; Lloyd from
+        (:class:`~fedcore.algorithms.mufc.coupled.CoupledKMeans`): each seed is kept with
+        probability ``min(1, Q/P)`` of its new and old D^2 probabilities, else it and the later
+        seeds are redrawn, which gives exactly k-means++'s distribution on the new aggregate;
+        Lloyd from
         kept seeds is replayed from the previous run's bounds, same bits as a new run. A one-point
         removal then costs the server O(n + k d) per Lloyd iteration plus the rows of the
         clusters it touches, instead of a new fit; the server keeps each restart's Lloyd trace,
@@ -378,7 +379,30 @@ class MUFC(BaseEstimator):
 
     @property
     def n_clients_(self):
+        """Number of clients still in the federation."""
         return len(self._active)
+
+    @property
+    def client_ids_(self):
+        """Ids of the clients still in the federation, increasing."""
+        check_is_fitted(self, "_active")
+        return list(self._active)
+
+    @property
+    def client_clusters_(self):
+        """K', the number of centers each client seeds."""
+        check_is_fitted(self, "_kp")
+        return self._kp
+
+    def client_model(self, client_id):
+        """Client ``client_id``'s exact-unlearning k-means++ model
+        (:class:`~fedcore.UnlearnableKMeans`: its seeds, labels and remaining points), as the
+        data owner sees it. Read it, do not change it: removals go through :meth:`remove`."""
+        check_is_fitted(self, "_clients")
+        l = check_int(client_id, "client_id", min_value=0, max_value=len(self._clients) - 1)
+        if l not in self._active:
+            raise ValueError(f"Argument 'client_id': client {l} was removed")
+        return self._clients[l]
 
 
 def _check_bounds_contain(bounds, boxes):
