@@ -84,12 +84,11 @@ class MUFC(BaseEstimator):
         (:class:`~fedcore.algorithms.mufc.coupled.CoupledKMeans`): each seed is kept with
         probability ``min(1, Q/P)`` of its new and old D^2 probabilities, else it and the later
         seeds are redrawn, which gives exactly k-means++'s distribution on the new aggregate;
-        Lloyd from
-        kept seeds is replayed from the previous run's bounds, same bits as a new run. A one-point
-        removal then costs the server O(n + k d) per Lloyd iteration plus the rows of the
-        clusters it touches, instead of a new fit; the server keeps each restart's Lloyd trace,
-        O(n_iter (n + k d)) memory. "lazy":
-        the server keeps its centers when no client re-seeded (the paper's measurement); not exact.
+        Lloyd from kept seeds is replayed from the previous run's bounds, same bits as a new run.
+        A one-point removal then costs the server O(n + k d) per Lloyd iteration plus the rows
+        of the clusters it touches, instead of a new fit; the server keeps each restart's Lloyd
+        trace, O(n_iter (n + k d)) memory. "lazy": the server keeps its centers when no client
+        re-seeded (the paper's measurement); not exact.
     random_state : None, int or numpy.random.Generator
 
     Attributes
