@@ -1,8 +1,8 @@
 """MUFC on Flower: secure federated k-means with exact unlearning across Flower nodes.
 
-The server is a :class:`fedcore.MUFC` estimator without clients (``MUFC._start(...,
-with_clients=False)``): it sets up the quantizer and SCMA, decodes and clusters with exactly the
-code of the in-process fit. Each node is one client: it reads its own data (never sent by the
+The server is a :class:`fedcore.algorithms.mufc.server.MUFCServer` (the server half of a
+:class:`fedcore.MUFC` estimator that holds no clients): it sets up the quantizer and SCMA, decodes
+and clusters with exactly the code of the in-process fit. Each node is one client: it reads its own data (never sent by the
 server), runs :class:`fedcore.UnlearnableKMeans` and sends the vector of
 :func:`fedcore.algorithms.mufc.client_vector` SCMA-encoded. With the same seed a Flower run
 returns the model of ``MUFC.fit`` / ``remove`` / ``remove_clients`` bit for bit.
@@ -42,8 +42,9 @@ import numpy as np
 
 from ..._validation import check_array
 from ...algorithms.kmeans.lloyd import assign
-from ...algorithms.mufc.estimators import MUFC, MUFCRemovalReport, client_vector
+from ...algorithms.mufc.estimators import MUFC, client_vector
 from ...algorithms.mufc.quantize import Quantizer
+from ...algorithms.mufc.server import MUFCServer
 from ...algorithms.mufc.unlearning import UnlearnableKMeans
 from ...federation.ledger import SERVER
 from ...secagg import generate_key_pair
@@ -255,7 +256,7 @@ class _Server:
 
     def __init__(self, grid, model, timeout):
         self.grid, self.model, self.timeout = grid, model, timeout
-        model._check_params()
+        self.server = MUFCServer(model)
         self.tolerant = model.secure and getattr(model, "dropout_threshold", None) is not None
         self.dropped_ = []  # clients that dropped out, in order
 
@@ -286,22 +287,20 @@ class _Server:
             boxes = [(a["low"], a["high"]) for a in arrays]
         return [self.sizes[l] for l in range(len(nodes))], dims.pop(), boxes
 
-    def fit_round(self, client_rngs):
+    def fit_round(self, setups):
+        """Round 0: every client's set-up (:meth:`MUFCServer.client_setup`), then its message."""
         from flwr.app import ConfigRecord, RecordDict
-        m = self.model
-        q = m._quantizer
-        base = {"client-clusters": m._kp, "secure": bool(m.secure), "scale": float(q.scale),
-                "gamma": float(q.gamma), "has-phase": bool(m.random_phase)}
-        if m.secure:
-            base.update({f"setup-{k}": ("none" if v is None else v)
-                         for k, v in m._aggregator.setup.public_config().items()})
-        grid_arrays = arrays_record(low=q.low, phase=q.phase)
         keys = ConfigRecord(self.keys)
         contents = {}
-        for l, node in enumerate(self.node_of):
-            seed = seed_sequence_config(client_rngs[l])
-            config = dict(base, **{"client-id": l, "entropy": seed["entropy"],
-                                   "spawn-key": seed["spawn-key"]})
+        for setup, node in zip(setups, self.node_of):
+            config = {"client-id": setup["client_id"],
+                      "client-clusters": setup["client_clusters"],
+                      "secure": setup["scma"] is not None, "scale": setup["scale"],
+                      "gamma": setup["gamma"], "has-phase": setup["phase"] is not None,
+                      "entropy": str(setup["entropy"]), "spawn-key": list(setup["spawn_key"])}
+            config.update({f"setup-{k}": ("none" if v is None else v)
+                           for k, v in (setup["scma"] or {}).items()})
+            grid_arrays = arrays_record(low=setup["low"], phase=setup["phase"])
             contents[node] = RecordDict({"config": self._round_config(0, config),
                                          "grid": grid_arrays, "keys": keys})
         if self.tolerant:  # seed first: round 0's keys are agreed before its messages
@@ -315,7 +314,7 @@ class _Server:
 
     def _round_config(self, round, extra=None):
         from flwr.app import ConfigRecord
-        config = {"round": round, "participants": list(self.model._active),
+        config = {"round": round, "participants": self.server.participants,
                   "report-retrain": self.model.server_update == "lazy"}
         config.update(extra or {})
         return ConfigRecord(config)
@@ -345,7 +344,7 @@ class _Server:
         key, then the Shamir shares of it, sealed per holder and relayed with the train
         messages (``contents``, changed in place). Returns the round public keys."""
         from flwr.app import ConfigRecord
-        participants = list(self.model._active)
+        participants = self.server.participants
         keys = {l: bytes(r["key"]) for l, r in self._query(participants, "round-key",
                                                              round).items()}
         key_record = ConfigRecord({str(l): k for l, k in keys.items()})
@@ -373,7 +372,7 @@ class _Server:
             replies, failures = exchange(self.grid, contents, "train", stage, self.timeout,
                                          allow_failures=True)
             dropped = sorted(client_of[node] for node in failures)
-            survivors = [l for l in m._active if l not in dropped]
+            survivors = [l for l in self.server.participants if l not in dropped]
             if dropped and len(survivors) < m.dropout_threshold:
                 raise FlowerRoundError(
                     f"train {stage}: {len(survivors)} participant(s) answered, fewer than "
@@ -397,14 +396,10 @@ class _Server:
             retrained = bool(status[removal]["retrained"])
             recluster = recluster or retrained
         t0 = time.perf_counter()
-        if dropped:
-            bins, counts = m._aggregator.combine(vectors, round, m.comm_, dropped=dropped,
-                                                 unmask_shares=unmask, public_keys=round_keys)
-            m._active = [l for l in m._active if l not in dropped]
-            for l in dropped:
-                self.sizes.pop(l, None)
-        else:
-            bins, counts = m._aggregator.combine(vectors, round, m.comm_)
+        bins, counts = self.server.combine(vectors, round, dropped=dropped,
+                                           unmask_shares=unmask, public_keys=round_keys)
+        for l in dropped:
+            self.sizes.pop(l, None)
         timings["server_decode"] = time.perf_counter() - t0
         self.dropped_ += dropped
         return bins, counts, recluster, retrained, timings
@@ -412,19 +407,18 @@ class _Server:
     def removal_round(self, client, ids):
         from flwr.app import RecordDict
         m = self.model
-        m.n_rounds_ += 1
-        r = m.n_rounds_
+        r = self.server.next_round()
         if ids is None:
-            gone, m._active = m._check_client_removal([client], self.sizes)
+            gone = self.server.remove_clients([client], self.sizes)
             n_removed = sum(self.sizes.pop(l) for l in gone)
             contents = {self.node_of[l]: RecordDict({"config": self._round_config(r)})
-                        for l in m._active}
+                        for l in self.server.participants}
             result = self._collect(contents, r, recluster=True)
         else:
-            if client not in m._active:
+            if client not in self.server.participants:
                 raise ValueError(f"Removal request for unknown or removed client {client}")
             contents = {}
-            for l in m._active:
+            for l in self.server.participants:
                 content = RecordDict({"config": self._round_config(r)})
                 if l == client:
                     content["remove"] = arrays_record(ids=np.asarray(ids, dtype=np.int64))
@@ -438,8 +432,7 @@ class _Server:
 
     def _publish(self, result, n_removed):
         bins, counts, recluster, retrained, timings = result
-        self.model._publish(bins, counts, recluster, timings)
-        return MUFCRemovalReport(retrained, recluster, int(n_removed), timings)
+        return self.server.publish(bins, counts, recluster, timings, n_removed, retrained)
 
 
 def run_server(grid, model, n_nodes, removals=(), timeout=DEFAULT_TIMEOUT):
@@ -449,8 +442,8 @@ def run_server(grid, model, n_nodes, removals=(), timeout=DEFAULT_TIMEOUT):
     nodes = wait_for_nodes(grid, n_nodes, timeout)
     t0 = time.perf_counter()
     sizes, n_features, boxes = server.hello(nodes)
-    client_rngs = model._start(sizes, n_features, boxes, with_clients=False)
-    reports = [server._publish(server.fit_round(client_rngs), 0)]
+    setups = server.server.setup(sizes, n_features, boxes)
+    reports = [server._publish(server.fit_round(setups), 0)]
     reports[0].timings["round_wall"] = time.perf_counter() - t0
     for client, ids in removals:
         t0 = time.perf_counter()
