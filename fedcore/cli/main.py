@@ -58,8 +58,11 @@ def run_unlearning(n_removals=100, seed=0, n_clusters=10, refine=False, out=None
 
 def main(argv=None):
     from .mainjob import DATASETS, STANDINS, check_options, run_mufc_job
+    from .owndata import add_parsers, run_command
 
-    parser = argparse.ArgumentParser(prog="fedcore", description="fedcore command line")
+    parser = argparse.ArgumentParser(
+        prog="fedcore", description="fedcore command line: the main job (run) and federated "
+        "clustering of your own data (mufc, feca, f3km, coreset; remove unlearns points)")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="the main job: MUFC with exact unlearning on a federated "
                                      "data set (default: real Celltype, the [MUFC] split)")
@@ -90,7 +93,10 @@ def main(argv=None):
     run.add_argument("--centralized", action="store_true",
                      help="run centralized exact-unlearning k-means++ on the embedded Gaussian "
                           "set instead of MUFC")
+    own = add_parsers(sub)
     args = parser.parse_args(argv)
+    if args.command != "run":
+        return run_command(args, own[args.command])
     for name in ("n_removals", "batch_size", "client_clusters", "n_clients", "n_clusters"):
         value = getattr(args, name)
         if value is not None and value < (0 if name == "n_removals" else 1):
