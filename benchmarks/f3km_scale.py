@@ -5,13 +5,22 @@
     python benchmarks/f3km_scale.py --n 50000 500000 --repeats 3
     python benchmarks/f3km_scale.py --real            # [F3KM] Fig. 8/9: Wage, CPS1988 vs Fair-LP
     python benchmarks/f3km_scale.py --rounds          # [F3KM] Table 3: rounds vs block size (Wage)
+    python benchmarks/f3km_scale.py --quick           # smoke test: Table 4 at n = 50k, no Fair-LP
+    python benchmarks/f3km_scale.py --quick --stop paper   # the same with the paper's stopping rule
+
+Stopping rule (``--stop``, every mode): ``fedcore`` (default) is ``FairKMeans(stop="fedcore")``,
+fedcore's rule (eq. (33) of [F3KM] holds and the objective stagnates) with the estimator's
+``max_iter = 100``; ``paper`` is ``FairKMeans(stop="paper")``, stopping as soon as [F3KM]
+eq. (33) holds (the criterion of [F3KM] Section 4.2.3), with at most 50 iterations, the budget of
+[F3KM] Section 5.3.1. ``--max-iter`` overrides either budget (``--rounds`` runs 50 unless told).
 
 [F3KM] Table 4 setting: synthetic ``make_fair_blobs`` with d = 53, k = 3, two sensitive attributes
 with 5 groups each (10 groups), delta = 0.5, block_size = n/4, the estimator's other defaults
-(max_iter = 100). Each size runs in its own process (so the peak resident memory is that of one fit;
-"fit mem/X" is the growth of the peak resident memory during the fits, with the data and the warm-up
-already in memory, over the size of X); the time is the median over ``--repeats`` fits after a
-warm-up on tiny data, and excludes data generation. Fair-LP (scipy HiGHS) runs up to
+(max_iter = 100; see ``--stop``). Each size runs in its own process (so the peak resident memory
+is that of one fit; "fit mem/X" is the growth of the peak resident memory during the fits, with
+the data and the warm-up already in memory, over the size of X); the time is the median over
+``--repeats`` fits after a warm-up on tiny data, and excludes data generation; iterations,
+violation, minimum balance and SSE are those of the last fit. Fair-LP (scipy HiGHS) runs up to
 ``--fairlp-max-n`` rows with a time limit of ``--fairlp-time-limit`` seconds; the ratio printed is
 Fair-LP time / F3KM time (> 1: F3KM faster).
 """
@@ -33,7 +42,7 @@ def _warm():
     FairLP(3, delta=0.5, random_state=0).fit(w.X[:100], groups=[g[:100] for g in w.groups])
 
 
-def one_size(n, repeats, fairlp, time_limit, max_iter):
+def one_size(n, repeats, fairlp, time_limit, max_iter, stop):
     """Run one size in this process; returns a dict of results."""
     from fedcore.algorithms.f3km import FairKMeans, FairLP
     from fedcore.datasets.fair import make_fair_blobs
@@ -43,13 +52,14 @@ def one_size(n, repeats, fairlp, time_limit, max_iter):
     times = []
     for r in range(repeats):
         t0 = time.perf_counter()
-        model = FairKMeans(3, delta=0.5, block_size="auto", max_iter=max_iter,
+        model = FairKMeans(3, delta=0.5, block_size="auto", max_iter=max_iter, stop=stop,
                            random_state=r).fit(data.X, groups=data.groups)
         times.append(time.perf_counter() - t0)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     out = {"n": n, "f3km_s": float(np.median(times)), "f3km_iters": model.n_iter_,
            "f3km_violation": model.violation_, "f3km_min_balance": float(np.nanmin(model.balance_)),
-           "f3km_evaluations": model.n_ranges_, "data_bytes": data.X.nbytes,
+           "f3km_evaluations": model.n_ranges_, "f3km_sse": model.inertia_,
+           "data_bytes": data.X.nbytes,
            "peak_rss_bytes": peak, "rss_before_fit_bytes": base_rss}
     if fairlp:
         t0 = time.perf_counter()
@@ -58,7 +68,7 @@ def one_size(n, repeats, fairlp, time_limit, max_iter):
                 data.X, groups=data.groups)
             out.update(fairlp_s=time.perf_counter() - t0, fairlp_violation=lp.violation_,
                        fairlp_min_balance=float(np.nanmin(lp.balance_)),
-                       fairlp_sse=lp.inertia_, f3km_sse=model.inertia_)
+                       fairlp_sse=lp.inertia_)
         except RuntimeError as exc:
             out.update(fairlp_s=None, fairlp_error=str(exc)[:120])
     return out
@@ -66,14 +76,15 @@ def one_size(n, repeats, fairlp, time_limit, max_iter):
 
 def table4(args):
     print(f"F3KM (fedcore.FairKMeans) vs Fair-LP, d=53, k=3, 10 groups / 2 attributes, delta=0.5, "
-          f"block n/4, max_iter={args.max_iter}; medians of {args.repeats} fit(s)")
-    header = (f"{'n':>9} {'F3KM s':>8} {'iters':>5} {'viol':>8} {'min bal':>7} {'fit mem/X':>9} "
-              f"{'FairLP s':>9} {'LP viol':>7} {'LP/F3KM':>7}")
+          f"block n/4, stop={args.stop}, max_iter={args.max_iter}; medians of {args.repeats} "
+          f"fit(s)")
+    header = (f"{'n':>9} {'F3KM s':>8} {'iters':>5} {'viol':>8} {'min bal':>7} {'SSE':>11} "
+              f"{'fit mem/X':>9} {'FairLP s':>9} {'LP viol':>7} {'LP/F3KM':>7}")
     print(header)
     for n in args.n:
         cmd = [sys.executable, __file__, "--one", str(n), "--repeats", str(args.repeats),
                "--fairlp-time-limit", str(args.fairlp_time_limit), "--max-iter",
-               str(args.max_iter)]
+               str(args.max_iter), "--stop", args.stop]
         if n <= args.fairlp_max_n:
             cmd.append("--with-fairlp")
         res = json.loads(subprocess.run(cmd, check=True, capture_output=True,
@@ -84,7 +95,7 @@ def table4(args):
         lp_s = f"{lp:9.1f}" if lp else ("      TLE" if "fairlp_error" in res else "        -")
         lp_v = f"{res['fairlp_violation']:7.1f}" if lp else "      -"
         print(f"{n:>9} {res['f3km_s']:8.1f} {res['f3km_iters']:5d} {res['f3km_violation']:8.1f} "
-              f"{res['f3km_min_balance']:7.3f} {extra:9.2f} "
+              f"{res['f3km_min_balance']:7.3f} {res['f3km_sse']:11.5g} {extra:9.2f} "
               f"{lp_s} {lp_v} {ratio}", flush=True)
 
 
@@ -95,33 +106,38 @@ def real_tables(args):
     from fedcore.datasets.fair import load_cps1988, load_wage
     from fedcore.metrics.fairness import balance, relative_error
     print("Fig. 8/9 setting: delta=0.2, k=4; relative error = SSE / SSE(Lloyd from the same "
-          "k-means++ seeds); min balance over clusters; additive violation (eq. 33)")
+          "k-means++ seeds); min balance over clusters; additive violation (eq. 33); "
+          f"F3KM stop={args.stop}, max_iter={args.max_iter}")
     print(f"{'table':>8} {'seed':>4} {'method':>14} {'rel.err':>7} {'min bal':>7} {'viol':>6} "
-          f"{'s':>6}")
+          f"{'iters':>5} {'s':>6}")
     for name, data in (("wage", load_wage()), ("cps1988", load_cps1988())):
         X, g = data.X, data.groups
         for seed in range(args.seeds):
             centers, _ = kmeans_plusplus(X, 4, random_state=seed)
             lloyd = KMeans(4, init=centers, tol=0.0).fit(X)
-            rows = [("Lloyd", lloyd.labels_, 0.0, None), ]
+            rows = [("Lloyd", lloyd.labels_, 0.0, None, lloyd.n_iter_)]
             t0 = time.perf_counter()
             cd = CDKM(4, random_state=seed).fit(X)
-            rows.append(("CDKM", cd.labels_, time.perf_counter() - t0, None))
+            rows.append(("CDKM", cd.labels_, time.perf_counter() - t0, None, cd.n_iter_))
             for rho in (1.0, 10.0):
                 t0 = time.perf_counter()
-                m = FairKMeans(4, delta=0.2, rho=rho, random_state=seed).fit(X, groups=g)
+                m = FairKMeans(4, delta=0.2, rho=rho, max_iter=args.max_iter, stop=args.stop,
+                               random_state=seed).fit(X, groups=g)
                 rows.append((f"F3KM rho={rho:g}", m.labels_, time.perf_counter() - t0,
-                             m.violation_))
-            t0 = time.perf_counter()
-            lp = FairLP(4, delta=0.2, random_state=seed).fit(X, groups=g)
-            rows.append(("Fair-LP", lp.labels_, time.perf_counter() - t0, lp.violation_))
+                             m.violation_, m.n_iter_))
+            if not args.no_fairlp:
+                t0 = time.perf_counter()
+                lp = FairLP(4, delta=0.2, random_state=seed).fit(X, groups=g)
+                rows.append(("Fair-LP", lp.labels_, time.perf_counter() - t0, lp.violation_,
+                             None))
             from fedcore.metrics.fairness import additive_violation
-            for method, labels, secs, viol in rows:
+            for method, labels, secs, viol, iters in rows:
                 viol = additive_violation(labels, g, delta=0.2) if viol is None else viol
+                iters = "" if iters is None else iters
                 print(f"{name:>8} {seed:>4} {method:>14} "
                       f"{relative_error(X, labels, lloyd.labels_):7.3f} "
-                      f"{np.nanmin(balance(labels, g, 4)):7.3f} {viol:6.2f} {secs:6.2f}",
-                      flush=True)
+                      f"{np.nanmin(balance(labels, g, 4)):7.3f} {viol:6.2f} {iters:>5} "
+                      f"{secs:6.2f}", flush=True)
 
 
 def rounds(args):
@@ -135,10 +151,12 @@ def rounds(args):
     centers, _ = kmeans_plusplus(X, 4, random_state=0)
     lloyd = KMeans(4, init=centers, tol=0.0).fit(X)
     print(f"Table 3 setting on Wage (n={X.shape[0]}, 2 parties, one sensitive attribute each): "
-          f"k=4, delta=0.2, max_iter=50; rounds recorded by the ledger")
+          f"k=4, delta=0.2, stop={args.stop}, max_iter={args.max_iter}; rounds recorded by the "
+          f"ledger")
     print(f"{'n_b':>6} {'rounds':>9} {'iters':>5} {'rounds/iter':>11} {'rel.err':>7}")
     for nb in args.block_sizes:
-        m = FairKMeans(4, delta=0.2, block_size=nb, max_iter=50, random_state=0).fit(vfed)
+        m = FairKMeans(4, delta=0.2, block_size=nb, max_iter=args.max_iter, stop=args.stop,
+                       random_state=0).fit(vfed)
         print(f"{nb:>6} {m.comm_.n_rounds:>9} {m.n_iter_:>5} {m.comm_.n_rounds / m.n_iter_:11.1f} "
               f"{relative_error(X, m.labels_, lloyd.labels_):7.3f}", flush=True)
 
@@ -147,7 +165,15 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, nargs="+", default=[50_000, 500_000, 1_000_000, 5_000_000])
     p.add_argument("--repeats", type=int, default=1)
-    p.add_argument("--max-iter", type=int, default=100)
+    p.add_argument("--max-iter", type=int, default=None,
+                   help="F3KM iteration budget (default 100 with --stop fedcore, 50 with --stop "
+                        "paper and with --rounds)")
+    p.add_argument("--stop", choices=("fedcore", "paper"), default="fedcore",
+                   help="F3KM stopping rule: fedcore's (eq. (33) and a stagnant objective; "
+                        "default) or the paper's (eq. (33) alone)")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke test: Table 4 at n = 50,000 without Fair-LP; with --real one seed "
+                        "without Fair-LP; with --rounds block sizes 200 and 1000")
     p.add_argument("--fairlp-max-n", type=int, default=500_000)
     p.add_argument("--fairlp-time-limit", type=float, default=1800.0)
     p.add_argument("--real", action="store_true")
@@ -157,9 +183,16 @@ def main():
     p.add_argument("--one", type=int, help=argparse.SUPPRESS)
     p.add_argument("--with-fairlp", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.max_iter is None:
+        args.max_iter = 50 if args.stop == "paper" or args.rounds else 100
+    args.no_fairlp = False
+    if args.quick:
+        args.n, args.repeats, args.fairlp_max_n = [50_000], 1, 0
+        args.seeds, args.no_fairlp = 1, True
+        args.block_sizes = [200, 1000]
     if args.one:
         print(json.dumps(one_size(args.one, args.repeats, args.with_fairlp,
-                                  args.fairlp_time_limit, args.max_iter)))
+                                  args.fairlp_time_limit, args.max_iter, args.stop)))
     elif args.real:
         real_tables(args)
     elif args.rounds:

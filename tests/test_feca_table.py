@@ -1,13 +1,16 @@
 """``benchmarks/feca_table1.py``, the [FeCA] Table 1 script: its copy of the paper's numbers, its
-metric helpers, its data sources and its refusal of an ablation fedcore cannot run. The tables
-themselves are made by running the script (``--quick`` for a smoke test), not here."""
+metric helpers, its data sources, its ablation row ([FeCA] Appendix C.3) and its refusal of the
+ablation with a fedcore that cannot run it. The tables themselves are made by running the script
+(``--quick`` for a smoke test), not here."""
 import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import fedcore
 from fedcore.datasets import load_s_sets
+from fedcore.datasets.balls import make_stochastic_ball
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "feca_table1.py"
 
@@ -51,9 +54,22 @@ def test_real_s_sets_are_the_bundled_ones(table):
     assert table.s_set(3, seed=8, data="real")[0] is X
 
 
-def test_ablation_is_refused_without_a_feca_parameter(table, capsys):
-    if table.feca_has_ablation():
-        pytest.skip("fedcore.FeCA can skip the one-fit-many removal")
+def test_ablation_row_is_feca_without_removal(table):
+    assert table.feca_has_ablation()
+    X, y, _ = make_stochastic_ball(600, 2, 3, separation=20.0, random_state=0)
+    fed, _ = table.partition(X, y, "iid", None, 0, 3)
+    removed = []
+    out = table.fit_all(fed, X, 3, 2, 2, 0, "auto", ablation=True, removed=removed)
+    kwargs = {"n_init": 2, "n_local_trials": "auto", "random_state": 0}
+    np.testing.assert_array_equal(out["FeCA"], fedcore.FeCA(3, **kwargs).fit(fed).cluster_centers_)
+    off = fedcore.FeCA(3, remove_one_fit_many=False, **kwargs).fit(fed)
+    np.testing.assert_array_equal(out[table.ABLATION], off.cluster_centers_)
+    assert removed == [sum(r.size for r in fedcore.FeCA(3, **kwargs).fit(fed).client_removed_)]
+    assert table.ABLATION not in table.fit_all(fed, X, 3, 2, 2, 0, "auto")
+
+
+def test_ablation_is_refused_without_a_feca_parameter(table, capsys, monkeypatch):
+    monkeypatch.setattr(table, "feca_has_ablation", lambda: False)
     with pytest.raises(SystemExit) as info:
         table.main(["--ablation", "--quick"])
     assert info.value.code == 2

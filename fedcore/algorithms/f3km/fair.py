@@ -15,7 +15,7 @@ from ...federation.ledger import CommLedger
 from ...metrics.fairness import check_fairness_bounds
 from ..base import BaseEstimator
 from .party import CDParty, LocalParties, encode_party_groups
-from .server import SweepServer, combine_balance, run_admm
+from .server import STOP_RULES, SweepServer, combine_balance, run_admm
 from .cdkm import (_check_data, _final_centers, _initial_labels, resolve_block_size,
                    _store_bcd_result)
 
@@ -58,6 +58,13 @@ def check_fair_params(delta, rho, rho_schedule, violation, max_iter, tol):
     return delta, rho, lam, max_iter, tol
 
 
+def check_stop(stop):
+    """The stopping rule of F3KM's ADMM, ``"fedcore"`` or ``"paper"`` (see :class:`FairKMeans`)."""
+    if not isinstance(stop, str) or stop not in STOP_RULES:
+        raise ValueError(f"Argument 'stop' must be 'fedcore' or 'paper', got {stop!r}")
+    return stop
+
+
 def group_bounds(eta, delta, alpha=None, beta=None):
     """``(alpha, beta)`` of [F3KM] eq. (20) for groups with shares ``eta``: ``eta / (1 - delta)``
     and ``eta (1 - delta)`` ([F3KM] Section 5.1) unless given explicitly (one entry per group)."""
@@ -73,7 +80,7 @@ def group_bounds(eta, delta, alpha=None, beta=None):
 
 def fair_kmeans(X, n_clusters, groups=None, *, delta=0.2, alpha=None, beta=None,
                 block_size="auto", rho=1.0, rho_schedule="sqrt", violation=1, max_iter=100,
-                tol=1e-4, random_state=None):
+                tol=1e-4, stop="fedcore", random_state=None):
     """F3KM on an array (``groups`` given) or a ``VerticalFederation``; see :class:`FairKMeans`.
 
     Returns a dict with the fitted quantities (``labels``, ``centers``, ``inertia``, ``balance``,
@@ -83,6 +90,7 @@ def fair_kmeans(X, n_clusters, groups=None, *, delta=0.2, alpha=None, beta=None,
     k = check_int(n_clusters, "n_clusters", min_value=1)
     delta, rho, lam, max_iter, tol = check_fair_params(delta, rho, rho_schedule, violation,
                                                        max_iter, tol)
+    stop = check_stop(stop)
     rng = check_random_state(random_state)
     n = arrays[0].shape[0]
     nb = resolve_block_size(block_size, n)
@@ -100,7 +108,7 @@ def fair_kmeans(X, n_clusters, groups=None, *, delta=0.2, alpha=None, beta=None,
     server = SweepServer(LocalParties(parties), labels, k, nb,
                          sum(p.total_sumsq for p in parties), ledger, fair=True)
     sse_hist, viol_hist, n_iter, ranges = run_admm(server, server.parties, rho, rho_schedule,
-                                                   lam, tol, max_iter)
+                                                   lam, tol, max_iter, stop)
     centers, inertia, counts = _final_centers(arrays, labels, k, rows)
     bal = combine_balance([p.balance_part(counts, e) if g else None
                            for p, (_, g, e) in zip(parties, layout)], k)
@@ -139,9 +147,16 @@ class FairKMeans(BaseEstimator):
     * Empty clusters carry no constraint and contribute 0 to the Lagrangian; their Theta and U are
       not updated. Block rules (singletons, no emptied cluster, split of a block that does not
       lower the Lagrangian) are those of :class:`BCDKM`.
-    * Stops after iteration ``t`` when the additive violation ([F3KM] eq. (33)) is at most
-      ``violation`` and the objective stagnates (no row moved, or the relative SSE change is at
-      most ``tol``), else after ``max_iter`` iterations.
+    * Stopping rule (``stop``), checked after each iteration ``t`` (so at least one iteration
+      runs, also when the initial labels already meet [F3KM] eq. (33)):
+      ``stop="fedcore"`` (the default) stops when the additive violation ([F3KM] eq. (33)) is at
+      most ``violation`` and the objective stagnates (no row moved, or the relative SSE change is
+      at most ``tol``); ``stop="paper"`` stops as soon as the additive violation is at most
+      ``violation``, the stopping criterion of [F3KM] Section 4.2.3. Either way the fit ends
+      after ``max_iter`` iterations at the latest ([F3KM] Section 5.3.1 runs at most 50). With the
+      same seed both rules run the same iterations until "paper" stops, so "paper" stops no
+      later than "fedcore" and its histories are the first entries of those of "fedcore", which
+      goes on lowering the SSE of a fair partition until the objective settles.
 
     With ``rho=0`` every fairness term vanishes and the labels equal :class:`BCDKM`'s for the same
     seed and block size.
@@ -167,7 +182,10 @@ class FairKMeans(BaseEstimator):
         lambda of the stopping rule ([F3KM] eq. (33)).
     max_iter : int, default=100
     tol : float >= 0, default=1e-4
-        Relative SSE change below which the objective counts as stagnant.
+        Relative SSE change below which the objective counts as stagnant (``stop="fedcore"``
+        only).
+    stop : {"fedcore", "paper"}, default="fedcore"
+        Stopping rule (see above): eq. (33) and a stagnant objective, or eq. (33) alone.
     random_state : None, int or numpy.random.Generator
 
     Attributes
@@ -193,7 +211,7 @@ class FairKMeans(BaseEstimator):
 
     def __init__(self, n_clusters=8, *, delta=0.2, alpha=None, beta=None, block_size="auto",
                  rho=1.0, rho_schedule="sqrt", violation=1, max_iter=100, tol=1e-4,
-                 random_state=None):
+                 stop="fedcore", random_state=None):
         self.n_clusters = n_clusters
         self.delta = delta
         self.alpha = alpha
@@ -204,6 +222,7 @@ class FairKMeans(BaseEstimator):
         self.violation = violation
         self.max_iter = max_iter
         self.tol = tol
+        self.stop = stop
         self.random_state = random_state
 
     def fit(self, X, y=None, groups=None):

@@ -17,7 +17,7 @@ from ...kernels.kmeans.seeding import chunk_sums, n_chunks, pick_index, pick_pro
 from ..kmeans.seeding import pick_unchosen
 
 __all__ = ["SweepServer", "run_bcd", "run_admm", "penalty", "combine_balance",
-           "vertical_kmeans_plusplus", "RTOL"]
+           "vertical_kmeans_plusplus", "RTOL", "STOP_RULES"]
 
 # Decisions ignore objective differences below RTOL times the scale of the row objectives
 # (a rounding allowance; see fedcore.kernels.cd.kmeans).
@@ -183,14 +183,23 @@ def penalty(rho, schedule, t):
     return rho * math.sqrt(t) if schedule == "sqrt" else rho
 
 
-def run_admm(server, parties, rho, rho_schedule, violation, tol, max_iter):
+STOP_RULES = ("fedcore", "paper")
+
+
+def run_admm(server, parties, rho, rho_schedule, violation, tol, max_iter, stop="fedcore"):
     """F3KM's ADMM ([F3KM] Alg. 4 lines 5-12): a BCD sweep on the Lagrangian ([F3KM] eq. (24))
     with Theta and U fixed, then Theta by [F3KM] eq. (31) and U by [F3KM] eq. (32), until the
-    additive violation ([F3KM] eq. (33)) is at most ``violation`` and the objective stagnates, or
-    ``max_iter`` iterations.
+    stopping rule holds after an iteration, or ``max_iter`` iterations.
+
+    ``stop="fedcore"``: the additive violation ([F3KM] eq. (33)) is at most ``violation`` and the
+    objective stagnates (no row moved, or a relative SSE change of at most ``tol``).
+    ``stop="paper"``: the additive violation is at most ``violation`` ([F3KM] eq. (33) as the
+    stopping criterion of [F3KM] Section 4.2.3); ``tol`` plays no part.
 
     Returns ``(sse history, violation history, iterations, ranges evaluated)``.
     """
+    if stop not in STOP_RULES:
+        raise ValueError(f"Argument 'stop' must be 'fedcore' or 'paper', got {stop!r}")
     # The k-means part of [F3KM] eq. (24) enters as SSE / T (T = total sum of squares: the
     # fraction of variance left unexplained), so rho and U mean the same at any n and in any units.
     fair_scale = server.total_sumsq if server.total_sumsq > 0 else 1.0
@@ -212,6 +221,10 @@ def run_admm(server, parties, rho, rho_schedule, violation, tol, max_iter):
                           down=1, up=3)
         sse_hist.append(server.sse(explained))
         viol_hist.append(max(violations))
+        if stop == "paper":
+            if viol_hist[-1] <= violation:
+                break
+            continue
         stagnant = moved == 0 or abs(sse_hist[-2] - sse_hist[-1]) <= tol * sse_hist[-2]
         if viol_hist[-1] <= violation and stagnant:
             break

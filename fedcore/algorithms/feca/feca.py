@@ -2,11 +2,12 @@
 Federated Clustering", TMLR 2024).
 
 Each client runs Lloyd's k-means with ``client_clusters`` centroids, removes one-fit-many centroids
-(ClientUpdate, [FeCA] Alg. 2), attaches a radius to each remaining centroid (RadiusAssign,
-[FeCA] Alg. 3 "theoretical" or [FeCA] Alg. 4 "empirical") and sends centroids and radii to the
-server in a single message. The server groups the received centroids greedily by largest radius
-and returns the means of the ``n_clusters`` largest groups (ServerAggregation, [FeCA] Alg. 5).
-[FeCA] Alg. 1 is :func:`feca`.
+(ClientUpdate, [FeCA] Alg. 2; skipped with ``remove_one_fit_many=False``, the ablation of
+[FeCA] Appendix C.3), attaches a radius to each remaining centroid (RadiusAssign, [FeCA] Alg. 3
+"theoretical" or [FeCA] Alg. 4 "empirical") and sends centroids and radii to the server in a
+single message. The server groups the received centroids greedily by largest radius and returns
+the means of the ``n_clusters`` largest groups (ServerAggregation, [FeCA] Alg. 5). [FeCA] Alg. 1
+is :func:`feca`.
 
 Layout: the kernels (:func:`cluster_statistics`, :func:`greedy_ball_groups`) do one pass each into
 buffers they are given; the plain functions :func:`client_update`, :func:`radius_assign` and
@@ -256,10 +257,11 @@ class FeCAResult(NamedTuple):
 
 
 def check_feca_params(n_clusters, client_clusters=None, radius="empirical", init="k-means++",
-                      n_init=1, max_iter=300, tol=1e-4, n_local_trials="auto"):
+                      n_init=1, max_iter=300, tol=1e-4, n_local_trials="auto",
+                      remove_one_fit_many=True):
     """Validate FeCA's parameters once; returns them as a dict with ``client_clusters`` resolved
-    (None means ``n_clusters``) and ``n_local_trials`` as the number of k-means++ candidates per
-    center for ``client_clusters`` centers (1: vanilla)."""
+    (None means ``n_clusters``), ``n_local_trials`` as the number of k-means++ candidates per
+    center for ``client_clusters`` centers (1: vanilla) and ``remove_one_fit_many`` as a bool."""
     k = check_int(n_clusters, "n_clusters", min_value=1)
     k_client = k if client_clusters is None else check_int(client_clusters, "client_clusters",
                                                             min_value=1)
@@ -267,26 +269,34 @@ def check_feca_params(n_clusters, client_clusters=None, radius="empirical", init
         raise ValueError(f"Argument 'radius' must be 'empirical' or 'theoretical', got {radius!r}")
     if init not in ("k-means++", "random"):
         raise ValueError(f"Argument 'init' must be 'k-means++' or 'random', got {init!r}")
+    if not isinstance(remove_one_fit_many, (bool, np.bool_)):
+        raise TypeError(f"Argument 'remove_one_fit_many' must be True or False, got "
+                        f"{remove_one_fit_many!r}")
     return {"n_clusters": k, "client_clusters": k_client, "radius": radius, "init": init,
             "n_init": check_int(n_init, "n_init", min_value=1),
             "max_iter": check_int(max_iter, "max_iter", min_value=1),
             "tol": check_scalar(tol, "tol", min_value=0.0),
-            "n_local_trials": check_n_local_trials(n_local_trials, k_client)}
+            "n_local_trials": check_n_local_trials(n_local_trials, k_client),
+            "remove_one_fit_many": bool(remove_one_fit_many)}
 
 
 def feca_client(X, client_clusters, *, radius="empirical", init="k-means++", n_init=1,
-                max_iter=300, tol=1e-4, n_local_trials="auto", seed):
+                max_iter=300, tol=1e-4, n_local_trials="auto", remove_one_fit_many=True, seed):
     """[FeCA] Alg. 1 lines 3-4 on one client: ClientUpdate ([FeCA] Alg. 2), then RadiusAssign
     ([FeCA] Alg. 3 or 4).
 
     Parameters are validated by the caller (:func:`check_feca_params`); ``seed`` is the client's
     integer seed (see :func:`feca`). Runs in the calling thread with its Numba thread count.
+    With ``remove_one_fit_many=False`` (the ablation of [FeCA] Appendix C.3) the one-fit-many
+    removal of ClientUpdate ([FeCA] Alg. 2 lines 3-13) is skipped: every Lloyd centroid whose
+    cluster holds a point is kept and gets its radius as usual; nothing is reported removed.
 
     Returns
     -------
     centers : ndarray of shape (m, n_features), float64, the centroids the client sends
     radii : ndarray of shape (m,), their radii
-    removed : ndarray of int64, Lloyd indices removed as one-fit-many ([FeCA] Alg. 2 line 8)
+    removed : ndarray of int64, Lloyd indices removed as one-fit-many ([FeCA] Alg. 2 line 8);
+        empty with ``remove_one_fit_many=False``
     """
     centers, labels = client_kmeans(X, client_clusters, init=init, n_init=n_init,
                                     max_iter=max_iter, tol=tol,
@@ -296,7 +306,13 @@ def feca_client(X, client_clusters, *, radius="empirical", init="k-means++", n_i
     counts, sums = np.empty(k), np.empty((k, d))
     costs, max_sq = np.empty(k), np.empty(k)
     cluster_statistics(X, labels, centers, counts, sums, costs, max_sq)
-    kept, removed = client_update(centers, counts, sums, costs)
+    if remove_one_fit_many:
+        kept, removed = client_update(centers, counts, sums, costs)
+    else:
+        # [FeCA] Appendix C.3: no one-fit-many removal; clusters without a point still have no
+        # radius (see client_update) and are not sent.
+        kept = np.flatnonzero(np.asarray(counts) > 0).astype(np.int64)
+        removed = np.empty(0, dtype=np.int64)
     radii = radius_assign(centers, max_sq, kept, radius)
     return centers[kept], radii, removed
 
@@ -334,8 +350,8 @@ def feca_server(client_centers, client_radii, client_removed, n_clusters, n_feat
 
 
 def feca(federation, n_clusters, *, client_clusters=None, radius="empirical", init="k-means++",
-         n_local_trials="auto", n_init=1, max_iter=300, tol=1e-4, n_jobs=None,
-         random_state=None):
+         n_local_trials="auto", n_init=1, max_iter=300, tol=1e-4, remove_one_fit_many=True,
+         n_jobs=None, random_state=None):
     """Run FeCA ([FeCA] Alg. 1) on a horizontal federation; see :class:`FeCA` for the parameters.
 
     Returns a :class:`FeCAResult`. Warns with :class:`FewerGroupsWarning` when the server forms
@@ -344,7 +360,7 @@ def feca(federation, n_clusters, *, client_clusters=None, radius="empirical", in
     (:mod:`fedcore.integrations.flower.feca`) run the same two functions on Flower nodes.
     """
     params = check_feca_params(n_clusters, client_clusters, radius, init, n_init, max_iter, tol,
-                               n_local_trials)
+                               n_local_trials, remove_one_fit_many)
     k = params.pop("n_clusters")
     k_client = params.pop("client_clusters")
     fed = check_federation(federation, k_client)
@@ -389,6 +405,11 @@ class FeCA(BaseEstimator):
     max_iter : int, default=300
     tol : float, default=1e-4
         Client Lloyd tolerance, as in :class:`fedcore.KMeans`.
+    remove_one_fit_many : bool, default=True
+        Whether each client removes its one-fit-many centroids (ClientUpdate, [FeCA] Alg. 2
+        lines 3-13). False is the ablation of [FeCA] Appendix C.3: every Lloyd centroid whose
+        cluster holds a point is sent, with its radius ([FeCA] Alg. 3 or 4), and
+        ``client_removed_`` is empty.
     n_jobs : int, default=None
         Clients processed concurrently on a thread pool (None: ``numba.get_num_threads()``), each
         with single-threaded kernels. The result does not depend on it.
@@ -400,7 +421,8 @@ class FeCA(BaseEstimator):
     cluster_centers_ : ndarray of shape (n_found, n_features)
         The aggregated centers, largest group first; ``n_found = min(n_clusters, n_groups_)``.
     client_centers_ : list of ndarray of shape (m_l, n_features)
-        The centroids client ``l`` sent (kept by [FeCA] Alg. 2), in increasing Lloyd index.
+        The centroids client ``l`` sent (kept by [FeCA] Alg. 2, or every one whose cluster holds
+        a point with ``remove_one_fit_many=False``), in increasing Lloyd index.
     client_radii_ : list of ndarray of shape (m_l,)
         Their radii ([FeCA] Alg. 3 or 4).
     groups_ : list of ndarray of shape (size, 2)
@@ -411,7 +433,8 @@ class FeCA(BaseEstimator):
         :class:`FewerGroupsWarning` is issued and ``cluster_centers_`` has ``n_groups_`` rows
         ([FeCA] Appendix E); never padded.
     client_removed_ : list of ndarray of int64
-        Indices of each client's Lloyd centroids removed as one-fit-many ([FeCA] Alg. 2 line 8).
+        Indices of each client's Lloyd centroids removed as one-fit-many ([FeCA] Alg. 2 line 8);
+        empty with ``remove_one_fit_many=False``.
     comm_ : CommLedger
         One round: each client sends ``m_l * (n_features + 1)`` floats (centroids and radii).
         Nothing is sent down: [FeCA] Alg. 1 returns the centers at the server.
@@ -442,8 +465,8 @@ class FeCA(BaseEstimator):
     """
 
     def __init__(self, n_clusters, *, client_clusters=None, radius="empirical", init="k-means++",
-                 n_local_trials="auto", n_init=1, max_iter=300, tol=1e-4, n_jobs=None,
-                 random_state=None):
+                 n_local_trials="auto", n_init=1, max_iter=300, tol=1e-4,
+                 remove_one_fit_many=True, n_jobs=None, random_state=None):
         self.n_clusters = n_clusters
         self.client_clusters = client_clusters
         self.radius = radius
@@ -452,6 +475,7 @@ class FeCA(BaseEstimator):
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
+        self.remove_one_fit_many = remove_one_fit_many
         self.n_jobs = n_jobs
         self.random_state = random_state
 

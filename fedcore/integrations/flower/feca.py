@@ -54,6 +54,9 @@ RUN_CONFIG_KEYS = {
     "n-init": "Lloyd runs per client (default 1)",
     "max-iter": "Lloyd iterations per run (default 300)",
     "tol": "Lloyd tolerance (default 1e-4)",
+    "remove-one-fit-many": "whether the clients remove one-fit-many centroids (ClientUpdate, "
+                           "[FeCA] Alg. 2): true (default) or false, the ablation of [FeCA] "
+                           "Appendix C.3",
     "random-seed": "integer seed of the per-client seeds; absent or -1 means fresh entropy",
     "num-partitions": "number of clients; the server waits for this many nodes (required)",
     "timeout": f"seconds for the nodes to connect and for the round (default {DEFAULT_TIMEOUT})",
@@ -63,7 +66,7 @@ RUN_CONFIG_KEYS = {
 :func:`~fedcore.integrations.flower._common.local_partition` are read by the nodes."""
 
 _ESTIMATOR_KEYS = ("n_clusters", "client_clusters", "radius", "init", "n_init", "max_iter", "tol",
-                   "n_local_trials")
+                   "n_local_trials", "remove_one_fit_many")
 
 
 # --------------------------------------------------------------------------------------------
@@ -77,7 +80,9 @@ def _request(params, seeds):
         "client-clusters": int(params["client_clusters"]), "radius": params["radius"],
         "init": params["init"], "n-init": int(params["n_init"]),
         "max-iter": int(params["max_iter"]), "tol": float(params["tol"]),
-        "n-local-trials": int(params["n_local_trials"]), "seeds": [int(s) for s in seeds]})})
+        "n-local-trials": int(params["n_local_trials"]),
+        "remove-one-fit-many": bool(params["remove_one_fit_many"]),
+        "seeds": [int(s) for s in seeds]})})
 
 
 def _client_reply(request, cfg):
@@ -104,6 +109,7 @@ def _client_reply(request, cfg):
             X, k_client, radius=str(request["radius"]), init=str(request["init"]),
             n_init=int(request["n-init"]), max_iter=int(request["max-iter"]),
             tol=float(request["tol"]), n_local_trials=int(request["n-local-trials"]),
+            remove_one_fit_many=bool(request.get("remove-one-fit-many", True)),
             seed=int(seeds[pid]))
     return RecordDict({"centroids": arrays_record(centers=centers, radii=radii, removed=removed),
                        "client": ConfigRecord({"partition-id": pid, "num-partitions": n_parts})})
@@ -244,6 +250,14 @@ def _local_trials_setting(value):
     return value
 
 
+def _bool_setting(value):
+    """A boolean setting as FeCA takes it: "true" / "false" (any case) become bools, anything
+    else is passed on for :func:`~fedcore.algorithms.feca.check_feca_params` to check."""
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return value
+
+
 def estimator_from_config(cfg):
     """The :class:`~fedcore.FeCA` that a run config describes (keys: :data:`RUN_CONFIG_KEYS`)."""
     client_clusters = int(cfg.get("client-clusters", 0))
@@ -254,6 +268,7 @@ def estimator_from_config(cfg):
                      init=str(cfg.get("init", "k-means++")), n_init=int(cfg.get("n-init", 1)),
                      max_iter=int(cfg.get("max-iter", 300)), tol=float(cfg.get("tol", 1e-4)),
                      n_local_trials=_local_trials_setting(cfg.get("n-local-trials", "auto")),
+                     remove_one_fit_many=_bool_setting(cfg.get("remove-one-fit-many", True)),
                      random_state=seed if seed >= 0 else None)
     check_feca_params(**{key: getattr(estimator, key) for key in _ESTIMATOR_KEYS})
     return estimator
