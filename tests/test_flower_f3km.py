@@ -88,6 +88,19 @@ def test_f3km_same_model_as_in_process(n_parties, n_samples, block):
     np.testing.assert_array_equal(result.beta_, model.beta_)
 
 
+def test_f3km_paper_stopping_rule_on_flower_as_in_process():
+    data = _data(10, 300, 2)
+    estimator = FairKMeans(3, delta=0.3, block_size=150, rho=1.0, max_iter=20, violation=5.0,
+                           stop="paper", random_state=2)
+    model = FairKMeans(**estimator.get_params()).fit(f3km.vertical_from_settings(data))
+    fedcore_rule = FairKMeans(**dict(estimator.get_params(), stop="fedcore")).fit(
+        f3km.vertical_from_settings(data))
+    assert model.n_iter_ < fedcore_rule.n_iter_  # the rules differ here
+    result = f3km.fair_kmeans_apps(estimator, data).simulate(10)
+    _assert_same(result, model)
+    np.testing.assert_array_equal(result.violation_history_, model.violation_history_)
+
+
 def _fail_in_sweep(partition, sweep):
     def objectives(msg, context, defaults):
         pid = int(context.node_config["partition-id"])

@@ -48,7 +48,8 @@ from ...algorithms.f3km.server import (SweepServer, combine_balance, run_admm, r
                                       vertical_kmeans_plusplus)
 from ...algorithms.f3km.cdkm import (BCDKM, resolve_block_size, check_n_clusters,
                                 fitted_attributes, join_blocks)
-from ...algorithms.f3km.fair import FairKMeans, check_fair_params, check_has_groups, group_bounds
+from ...algorithms.f3km.fair import (FairKMeans, check_fair_params, check_has_groups,
+                                      check_stop, group_bounds)
 from ...federation.ledger import CommLedger
 from ...metrics.fairness import check_fairness_bounds
 from ._common import (DEFAULT_TIMEOUT, FlowerApps, arrays_record, exchange, read_arrays,
@@ -73,6 +74,7 @@ __all__ = ["F3KMFlowerResult", "bcdkm_apps", "fair_kmeans_apps", "load_f3km_resu
 DEFAULTS = {
     "method": "bcdkm", "n-clusters": 3, "block-size": "auto", "random-seed": 0, "delta": 0.2,
     "rho": 1.0, "rho-schedule": "sqrt", "violation": 1.0, "tol": 1e-4, "alpha": "", "beta": "",
+    "stop": "fedcore",
     "timeout": DEFAULT_TIMEOUT, "output-path": "",
     "dataset": "fair-blobs", "n-samples": 300, "n-features": 10, "data-clusters": 3,
     "groups-per-attribute": "2,3", "bias": 0.5, "data-seed": 0, "attribute-parties": "",
@@ -326,6 +328,7 @@ def run_server(grid, estimator, n_nodes, timeout=DEFAULT_TIMEOUT):
         delta, rho, lam, max_iter, tol = check_fair_params(
             estimator.delta, estimator.rho, estimator.rho_schedule, estimator.violation,
             estimator.max_iter, estimator.tol)
+        stop = check_stop(estimator.stop)
     rng = check_random_state(estimator.random_state)
     nodes = wait_for_nodes(grid, n_nodes, timeout)
     setup = {"n-clusters": k, "fair": fair}
@@ -348,7 +351,8 @@ def run_server(grid, estimator, n_nodes, timeout=DEFAULT_TIMEOUT):
     parties.fair, parties.bounds = fair, bounds
     if fair:
         history, viol_hist, n_iter, ranges = run_admm(server, parties, rho,
-                                                      estimator.rho_schedule, lam, tol, max_iter)
+                                                      estimator.rho_schedule, lam, tol, max_iter,
+                                                      stop=stop)
     else:
         history, n_iter, ranges = run_bcd(server, parties, max_iter)
     closing = parties.close()
@@ -422,7 +426,8 @@ def _estimator_from_settings(cfg):
                           rho_schedule=str(cfg["rho-schedule"]),
                           violation=float(cfg["violation"]), tol=float(cfg["tol"]),
                           alpha=_float_list(cfg.get("alpha", ""), "alpha"),
-                          beta=_float_list(cfg.get("beta", ""), "beta"), **common)
+                          beta=_float_list(cfg.get("beta", ""), "beta"),
+                          stop=str(cfg["stop"]), **common)
     raise ValueError(f"Setting 'method' must be 'bcdkm' or 'fair-kmeans', got {method!r}")
 
 
