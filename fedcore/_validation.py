@@ -49,7 +49,8 @@ def check_array(X, name="X", *, ensure_2d=True, dtype=("float64", "float32"), co
         try:
             arr = np.asarray(X)
         except (ValueError, TypeError) as exc:
-            raise ValueError(f"Argument {name!r} could not be converted to an array: {exc}") from None
+            raise ValueError(f"Argument {name!r} could not be converted to an array: "
+                             f"{exc}") from None
     else:
         raise TypeError(f"Argument {name!r} must be array-like, got {type(X).__name__}")
     if arr.dtype.kind == "c":

@@ -131,7 +131,8 @@ def _failing_client(data, fail_partition, fail_round):
 
 def test_node_failure_mid_removal_round_names_node_and_publishes_nothing():
     estimator = MUFC(10, client_clusters=5, random_state=0)
-    apps = flower_mufc.mufc_apps(estimator, DATA, removals=[(0, [int(_federation(10).client(0)[1][3])])])
+    apps = flower_mufc.mufc_apps(estimator, DATA,
+                                 removals=[(0, [int(_federation(10).client(0)[1][3])])])
     apps.client_app = _failing_client(DATA, fail_partition=4, fail_round=1)
     with pytest.raises(FlowerRoundError, match="disk failure on partition 4") as info:
         apps.simulate(10)

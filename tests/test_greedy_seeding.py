@@ -23,8 +23,8 @@ import fedcore
 from fedcore import _config
 from fedcore.algorithms.kmeans.seeding import (seed_from_uniforms, _kmeans_plusplus_greedy,
                                          seed_lazy, check_n_local_trials)
-from fedcore.kernels.kmeans.seeding import (candidate_potentials, center_gaps, d2_update, greedy_pass,
-                                     min_gaps, n_chunks, tiled)
+from fedcore.kernels.kmeans.seeding import (candidate_potentials, center_gaps, d2_update,
+                                            greedy_pass, min_gaps, n_chunks, tiled)
 from tests.reference.greedy_seeding_reference import (candidate_potential_reference,
                                                       exact_greedy_kmeanspp_distribution,
                                                       greedy_kmeanspp_reference)

@@ -35,7 +35,8 @@ def _bits(a):
 
 
 def _run_kernel(X, w, centers, kernel=None):
-    """Call the kernel on garbage-filled OUT buffers; return (labels, dist, sums, wsums, inertia)."""
+    """Call the kernel on garbage-filled OUT buffers;
+    return (labels, dist, sums, wsums, inertia)."""
     kernel = _lloyd_kernel() if kernel is None else kernel
     n, d = X.shape
     k = centers.shape[0]
@@ -227,7 +228,8 @@ def _assert_same_bits(a, b):
     a, b = np.asarray(a), np.asarray(b)
     assert a.dtype == b.dtype and a.shape == b.shape
     if a.dtype.kind == "f":
-        np.testing.assert_array_equal(np.atleast_1d(a).view(np.uint8), np.atleast_1d(b).view(np.uint8))
+        np.testing.assert_array_equal(np.atleast_1d(a).view(np.uint8),
+                                      np.atleast_1d(b).view(np.uint8))
     else:
         np.testing.assert_array_equal(a, b)
 
@@ -328,7 +330,8 @@ def test_kmeans_screens_large_problems_with_the_same_result(monkeypatch):
     from fedcore.algorithms.kmeans import lloyd as km
     from fedcore.kernels.kmeans import lloyd
     rng = np.random.default_rng(3)
-    X = rng.normal(scale=4.0, size=(20, 100))[rng.integers(0, 20, 600)] + rng.normal(size=(600, 100))
+    X = (rng.normal(scale=4.0, size=(20, 100))[rng.integers(0, 20, 600)]
+         + rng.normal(size=(600, 100)))
     w = rng.integers(1, 5, size=600).astype(float)
     calls = []
     real = lloyd.make_screen

@@ -17,7 +17,8 @@ class HorizontalFederation:
     Attributes
     ----------
     n_clients, n_samples, n_features : int
-    labels : ndarray of shape (n_samples,) or None, true labels indexed by point id (evaluation only)
+    labels : ndarray of shape (n_samples,) or None,
+        true labels indexed by point id (evaluation only)
 
     Examples
     --------
@@ -189,7 +190,8 @@ def partition(X, n_clients, scheme="iid", *, labels=None, clusters_per_client=No
     elif scheme == "dirichlet":
         parts = _dirichlet(y, n_clients, alpha, rng)
     else:
-        raise ValueError(f"Argument 'scheme' must be 'iid', 'noniid' or 'dirichlet', got {scheme!r}")
+        raise ValueError("Argument 'scheme' must be 'iid', 'noniid' or 'dirichlet', got "
+                         f"{scheme!r}")
     parts = [np.sort(p).astype(np.int64) for p in parts]
     return HorizontalFederation([X[p] for p in parts], parts, labels=y)
 

@@ -40,7 +40,8 @@ class CommLedger:
     Examples
     --------
     >>> ledger = CommLedger()
-    >>> ledger.record(0, sender=3, receiver="server", kind="syndromes", n_elements=40, bits_per_element=61)
+    >>> ledger.record(0, sender=3, receiver="server", kind="syndromes", n_elements=40,
+    ...               bits_per_element=61)
     >>> ledger.summary()["up"]
     {'messages': 1, 'elements': 40, 'bits': 2440}
     """
@@ -48,7 +49,8 @@ class CommLedger:
     def __init__(self):
         self.messages = []
 
-    def record(self, round, *, sender, receiver, kind, n_elements, bits_per_element=64, n_bits=None):
+    def record(self, round, *, sender, receiver, kind, n_elements, bits_per_element=64,
+               n_bits=None):
         """Record one message; ``n_bits`` defaults to ``n_elements * bits_per_element``."""
         round = check_int(round, "round", min_value=0)
         n_elements = check_int(n_elements, "n_elements", min_value=0)

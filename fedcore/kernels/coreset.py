@@ -1,10 +1,10 @@
 """Kernels for vertical coresets: VKMC local sensitivities, sampling by scores, vertical SAGA.
 
 Sampling consumes caller-supplied uniforms and follows the chunked inverse-CDF rule of
-:func:`fedcore.kernels.kmeans.seeding.pick_index` exactly, so a draw depends on the scores and the uniform
-only, never on the thread count. Chunked kernels are compiled serially and in parallel from one
-function (:func:`~fedcore.kernels.parallel.chunked_kernel`); reductions write per-chunk partials
-and merge them serially in chunk order, bit-identical for any thread count.
+:func:`fedcore.kernels.kmeans.seeding.pick_index` exactly, so a draw depends on the scores and the
+uniform only, never on the thread count. Chunked kernels are compiled serially and in parallel from
+one function (:func:`~fedcore.kernels.parallel.chunked_kernel`); reductions write per-chunk
+partials and merge them serially in chunk order, bit-identical for any thread count.
 """
 import numpy as np
 from numba import njit, prange
@@ -97,13 +97,13 @@ def sample_sorted(values, sums, uniforms, out):
     :func:`fedcore.kernels.kmeans.seeding.chunk_sums`; ``uniforms`` float64 (m,) in [0, 1), sorted
     non-decreasing. OUT ``out`` int64 (m,).
 
-    The row for ``u`` is the one :func:`~fedcore.kernels.kmeans.seeding.pick_index` returns (first chunk
-    whose running chunk-sum total exceeds ``u * total``, then first row of that chunk whose running
-    in-chunk sum exceeds the remainder), bit for bit, including its rounding fallbacks. Because the
-    running sums are fixed sequences and the targets are sorted, the walk never moves back, so the
-    cost is O(n_chunks + m + rows of the chunks visited). Scores drawn this way and scattered back
-    to the uniforms' original order are i.i.d. draws with probability ``values[i] / sum(values)``
-    (sampling with replacement, [VFLC] Alg. 1 lines 5 and 7).
+    The row for ``u`` is the one :func:`~fedcore.kernels.kmeans.seeding.pick_index` returns (first
+    chunk whose running chunk-sum total exceeds ``u * total``, then first row of that chunk whose
+    running in-chunk sum exceeds the remainder), bit for bit, including its rounding fallbacks.
+    Because the running sums are fixed sequences and the targets are sorted, the walk never moves
+    back, so the cost is O(n_chunks + m + rows of the chunks visited). Scores drawn this way and
+    scattered back to the uniforms' original order are i.i.d. draws with probability
+    ``values[i] / sum(values)`` (sampling with replacement, [VFLC] Alg. 1 lines 5 and 7).
     """
     n = values.shape[0]
     n_chunks = sums.shape[0]

@@ -8,7 +8,8 @@ cluster (the ``F_i^(0)`` of Sec. 3.2).
 Contents
 --------
 lagrangian_reference
-    ``-sum_m |S_m|^2 / n_m + fair_scale * sum_{m non-empty, l} u (theta - c/n) + rho/2 (theta - c/n)^2``.
+    ``-sum_m |S_m|^2 / n_m + fair_scale * sum_{m non-empty, l} u (theta - c/n) +
+    rho/2 (theta - c/n)^2``.
 row_objectives_reference
     ``phi(i, m) = L(F_i^(m)) - L(F_i^(0))`` for every candidate move, by brute force (eq. (5)-(6)).
 statistics_reference

@@ -2,8 +2,8 @@
 
 Everything here uses Python's unbounded integers and lists of coefficients (index i holds the
 coefficient of x**i), so nothing can overflow. The kernels in ``fedcore.kernels.field``,
-``fedcore.kernels.field.polynomial`` and ``fedcore.kernels.field.reed_solomon`` are compared against these
-functions by property tests.
+``fedcore.kernels.field.polynomial`` and ``fedcore.kernels.field.reed_solomon`` are compared
+against these functions by property tests.
 """
 
 __all__ = [

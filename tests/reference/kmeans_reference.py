@@ -17,7 +17,8 @@ exact_kmeanspp_distribution
 exact_grouped_kmeanspp_distribution
     The same for many rows at few distinct locations, as sequences of locations.
 lloyd_iteration_reference, kmeans_lloyd_reference
-    One weighted Lloyd step, and the full Lloyd loop with scikit-learn's ``tol`` / ``n_iter_`` rules.
+    One weighted Lloyd step, and the full Lloyd loop with scikit-learn's ``tol`` / ``n_iter_``
+    rules.
 sq_distance_reference, assign_reference
     Squared distances and first-nearest-center assignment.
 """
@@ -62,18 +63,18 @@ def chunk_sums_reference(values, chunk_size):
 def pick_reference(values, u, chunk_size):
     """Row picked by chunked D^2 sampling from non-negative ``values`` with the uniform ``u``.
 
-    Rule: ``total`` is the sequential sum of the chunk sums in chunk order and ``target = u * total``.
-    Walking the chunks in order with ``running`` (starting at 0.0), the chosen chunk is the first
-    with ``running + cs[c] > target``; otherwise ``running += cs[c]``. Inside the chosen chunk,
-    ``t_in = target - running`` and the chosen row is the first row whose running in-chunk sum
-    (from 0.0) exceeds ``t_in``.
+    Rule: ``total`` is the sequential sum of the chunk sums in chunk order and
+    ``target = u * total``. Walking the chunks in order with ``running`` (starting at 0.0), the
+    chosen chunk is the first with ``running + cs[c] > target``; otherwise ``running += cs[c]``.
+    Inside the chosen chunk, ``t_in = target - running`` and the chosen row is the first row whose
+    running in-chunk sum (from 0.0) exceeds ``t_in``.
 
     Rounding fallbacks: if no chunk passes the test, the last chunk with a positive sum is used and
-    ``running`` keeps its value after the walk (the sum of all chunks, so ``t_in = target - total``);
-    if no row of the chosen chunk passes, the last row of the chunk with a positive value is
-    returned. The returned row always has a positive value. Requires ``total > 0``. For a normal
-    (non-subnormal) total, ``u * total < total`` for every ``u < 1``, so the chunk fallback is
-    reachable only with subnormal totals.
+    ``running`` keeps its value after the walk (the sum of all chunks, so
+    ``t_in = target - total``); if no row of the chosen chunk passes, the last row of the chunk
+    with a positive value is returned. The returned row always has a positive value. Requires
+    ``total > 0``. For a normal (non-subnormal) total, ``u * total < total`` for every ``u < 1``,
+    so the chunk fallback is reachable only with subnormal totals.
     """
     v = [float(x) for x in np.asarray(values, dtype=np.float64).ravel()]
     cs = chunk_sums_reference(v, chunk_size)

@@ -125,7 +125,9 @@ def _iterative_rounding(x, D, codes, n_attributes):
             sel = np.flatnonzero(jj == j)
             if sel.size > limit:
                 t = cur[rr[sel], j].sum()
-                rows.append(np.full(sel.size, nxt)); cols.append(sel); vals.append(np.ones(sel.size))
+                rows.append(np.full(sel.size, nxt))
+                cols.append(sel)
+                vals.append(np.ones(sel.size))
                 lo.append(math.floor(t + _INTEGRAL)); hi.append(math.ceil(t - _INTEGRAL))
                 nxt += 1
         for a in range(codes.shape[1]):

@@ -43,13 +43,14 @@ def absolute_tolerance(X, tol):
 
 
 def weighted_lloyd(X, weights, centers, max_iter, tol, scale=None):
-    """Weighted Lloyd from ``centers`` (float64, copied). Returns (centers, labels, inertia, n_iter).
+    """Weighted Lloyd from ``centers`` (float64, copied).
+    Returns (centers, labels, inertia, n_iter).
 
-    Runs :func:`fedcore.kernels.kmeans.lloyd.lloyd_run`: exact distance bounds skip rows whose nearest
-    center cannot change and a BLAS screen rules out far centers, with results equal to plain
-    Lloyd bit for bit; empty clusters take the farthest rows; stops on unchanged labels, a squared
-    center shift <= ``tol`` (absolute) or ``max_iter``. ``scale``: :func:`max_abs` of X, when the
-    caller has it (else one more pass over X).
+    Runs :func:`fedcore.kernels.kmeans.lloyd.lloyd_run`: exact distance bounds skip rows whose
+    nearest center cannot change and a BLAS screen rules out far centers, with results equal to
+    plain Lloyd bit for bit; empty clusters take the farthest rows; stops on unchanged labels, a
+    squared center shift <= ``tol`` (absolute) or ``max_iter``. ``scale``: :func:`max_abs` of X,
+    when the caller has it (else one more pass over X).
     """
     n, d = X.shape
     centers = np.array(centers, dtype=np.float64, order="C")
@@ -82,8 +83,8 @@ _SINGLE_SCREEN_RANGE = 2.0 ** 50
 
 def bound_settings(X, centers, scale=None):
     """``(margin, single)`` of a Lloyd run on X from ``centers``: :func:`_margin` and whether its
-    BLAS screen may run in float32 (see :func:`fedcore.kernels.kmeans.lloyd.make_screen`). ``scale``:
-    :func:`max_abs` of X when the caller has it (else one pass over X)."""
+    BLAS screen may run in float32 (see :func:`fedcore.kernels.kmeans.lloyd.make_screen`).
+    ``scale``: :func:`max_abs` of X when the caller has it (else one pass over X)."""
     scale = max(max_abs(X) if scale is None else scale, float(np.abs(centers).max()))
     return _slack(scale, X.shape[1]), 2.0 * scale < _SINGLE_SCREEN_RANGE
 
@@ -109,7 +110,8 @@ def _lloyd_restarts(X, weights, starts, max_iter, tol, n_clusters):
     scale = max_abs(X)  # one pass for every restart
 
     def run(start):
-        return weighted_lloyd(X, weights, start() if callable(start) else start, max_iter, tol, scale)
+        return weighted_lloyd(X, weights, start() if callable(start) else start, max_iter, tol,
+                              scale)
 
     threads = numba.get_num_threads()
     if len(starts) == 1 or X.shape[0] > CHUNK_SIZE or threads == 1:
@@ -204,7 +206,8 @@ class KMeans(BaseEstimator):
     def _initial_centers(self, X, weights, k, n_init, rng, n_local_trials):
         if isinstance(self.init, str):
             if self.init != "k-means++":
-                raise ValueError(f"Argument 'init' must be 'k-means++' or an array, got {self.init!r}")
+                raise ValueError("Argument 'init' must be 'k-means++' or an array, got "
+                                 f"{self.init!r}")
             if n_init == 1:  # the stream of kmeans_plusplus(random_state=rng)
                 yield X[_seed_rows(X, weights, rng, k, n_local_trials)]
                 return

@@ -5,9 +5,9 @@ import numpy as np
 
 from ..._validation import (check_array, check_int, check_random_state,
                            check_sample_weight, check_weighted_range, weight_names)
-from ...kernels.kmeans.seeding import (apply_pending, center_gaps, chunk_sums, d2_refresh, d2_update,
-                               greedy_pass, min_gaps, min_sq_distance, n_chunks, pick_index,
-                               pick_pending, pick_product, tiled)
+from ...kernels.kmeans.seeding import (apply_pending, center_gaps, chunk_sums, d2_refresh,
+                                       d2_update, greedy_pass, min_gaps, min_sq_distance, n_chunks,
+                                       pick_index, pick_pending, pick_product, tiled)
 
 __all__ = ["kmeans_plusplus"]
 
@@ -27,8 +27,8 @@ def seed_from_uniforms(X, weights, uniforms, prefix=(), totals=None):
     yet chosen. Rows of weight 0 are never drawn, which is how removed rows are excluded.
 
     ``labels`` is the first nearest center in seeding order, ``mind`` the squared distance to it.
-    ``totals``, float64 (k,), receives for every center ``t`` the total ``sum_y w(y) d^2(y, C)``
-    it was drawn against (the total weight for ``t = 0``): what :mod:`fedcore.algorithms.mufc.coupled`
+    ``totals``, float64 (k,), receives for every center ``t`` the total ``sum_y w(y) d^2(y, C)`` it
+    was drawn against (the total weight for ``t = 0``): what :mod:`fedcore.algorithms.mufc.coupled`
     needs to redraw exactly after the weights change.
     """
     k = len(prefix) + len(uniforms)
@@ -84,8 +84,8 @@ def seed_lazy(X, weights, rng, n_clusters, prefix=(), max_pending=32,
     against the centers added since the refresh only, accept with probability ``m_i / b_i``.
     Accepted draws have probability proportional to ``w_i m_i``: exactly D^2 sampling. After
     ``max_rejections`` rejections in a row, or ``max_pending`` centers since the last refresh, one
-    pass over X applies all pending centers (:func:`~fedcore.kernels.kmeans.seeding.d2_refresh`) and the
-    draw is direct. The number of uniforms drawn from ``rng`` depends on the data.
+    pass over X applies all pending centers (:func:`~fedcore.kernels.kmeans.seeding.d2_refresh`)
+    and the draw is direct. The number of uniforms drawn from ``rng`` depends on the data.
     """
     rows, centers, labels, mind, gaps, sums = _seeding_state(X, n_clusters)
     state = {"fresh": 0}

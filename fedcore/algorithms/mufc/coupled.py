@@ -16,9 +16,9 @@ run with its previous one instead of starting over:
   ``r`` is needed, O(k d) per changed row; the full distributions only on a rejection, a zero
   total or the degenerate rule (``S_t = 0``: by weight among rows not yet chosen).
 * Lloyd from unchanged seeds is a deterministic function of the seeds and the data; it is replayed
-  from the previous run's E-steps (:func:`fedcore.kernels.kmeans.lloyd.lloyd_core` with a prior), which
-  gives the same bits as a fresh run at O(n + k d) per iteration, plus the rows of the clusters
-  the change touches, instead of O(n k d).
+  from the previous run's E-steps (:func:`fedcore.kernels.kmeans.lloyd.lloyd_core` with a prior),
+  which gives the same bits as a fresh run at O(n + k d) per iteration, plus the rows of the
+  clusters the change touches, instead of O(n k d).
 
 Rows are identified by unique integer keys (MUFC's bin coordinates, one row of integers each), so
 rows keep their identity when bins empty out or appear. The best restart (lowest inertia, first
@@ -51,9 +51,9 @@ class _Restart(NamedTuple):
 
 
 def _lloyd_traced(X, weights, centers, max_iter, tol, margin, prior, single=None):
-    """Lloyd as :func:`fedcore.algorithms.kmeans.lloyd.weighted_lloyd`, recording its E-steps and replaying
-    ``prior`` (a :class:`~fedcore.kernels.kmeans.lloyd_replay.LloydPrior`). Returns (centers, inertia,
-    n_iter, trace).
+    """Lloyd as :func:`fedcore.algorithms.kmeans.lloyd.weighted_lloyd`, recording its E-steps and
+    replaying ``prior`` (a :class:`~fedcore.kernels.kmeans.lloyd_replay.LloydPrior`). Returns
+    (centers, inertia, n_iter, trace).
     ``margin``: :func:`~fedcore.algorithms.kmeans._margin` of X (the centers are rows of X);
     ``single``: the screen's precision (None: from X and the centers)."""
     n = X.shape[0]
@@ -177,10 +177,10 @@ class CoupledKMeans:
     ``fit(keys, X, weights, rng)`` then any number of ``refit(keys, X, weights, rng)``: after each,
     the restarts' seeds have exactly the distribution of independent k-means++ runs on the current
     data (see the module docstring), Lloyd from them gives the same bits as a fresh Lloyd, and
-    ``cluster_centers_`` is the best restart's. ``keys``: unique int64 row identities, (n,) or (n, q);
-    ``weights`` float64 > 0; at least ``n_clusters`` rows. ``n_redrawn_``: restarts whose seeds
-    changed in the last call. Memory: each restart keeps Lloyd's labels, bounds, distances and
-    centers of every iteration, O(n_iter (n + k d)).
+    ``cluster_centers_`` is the best restart's. ``keys``: unique int64 row identities, (n,) or
+    (n, q); ``weights`` float64 > 0; at least ``n_clusters`` rows. ``n_redrawn_``: restarts whose
+    seeds changed in the last call. Memory: each restart keeps Lloyd's labels, bounds, distances
+    and centers of every iteration, O(n_iter (n + k d)).
     """
 
     def __init__(self, n_clusters, n_init=10, max_iter=300, tol=1e-4):

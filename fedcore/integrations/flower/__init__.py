@@ -2,8 +2,8 @@
 algorithm objects, so each method has one implementation whether it runs in one process or
 across Flower nodes.
 
-Flower's built-in secure aggregation (SecAgg+, [SecAgg+]) sums dense vectors modulo 2**k, so
-MUFC's sparse counts travel as fedcore's SCMA messages ([MUFC] Alg. 2; uint64 ``ArrayRecord`` records)
+Flower's built-in secure aggregation (SecAgg+, [SecAgg+]) sums dense vectors modulo 2**k, so MUFC's
+sparse counts travel as fedcore's SCMA messages ([MUFC] Alg. 2; uint64 ``ArrayRecord`` records)
 instead.
 """
 from ._common import FlowerApps, FlowerRoundError, federation_from_settings, simulate

@@ -2,10 +2,10 @@
 
 The server is a :class:`fedcore.algorithms.mufc.server.MUFCServer` (the server half of a
 :class:`fedcore.MUFC` estimator that holds no clients): it sets up the quantizer and SCMA, decodes
-and clusters with exactly the code of the in-process fit. Each node is one client: it reads its own data (never sent by the
-server), runs :class:`fedcore.UnlearnableKMeans` and sends the vector of
-:func:`fedcore.algorithms.mufc.client_vector` SCMA-encoded. With the same seed a Flower run
-returns the model of ``MUFC.fit`` / ``remove`` / ``remove_clients`` bit for bit.
+and clusters with exactly the code of the in-process fit. Each node is one client: it reads its own
+data (never sent by the server), runs :class:`fedcore.UnlearnableKMeans` and sends the vector of
+:func:`fedcore.algorithms.mufc.client_vector` SCMA-encoded. With the same seed a Flower run returns
+the model of ``MUFC.fit`` / ``remove`` / ``remove_clients`` bit for bit.
 
 Rounds (one Flower message per node each; a failure anywhere raises
 :class:`~fedcore.integrations.flower.FlowerRoundError` and publishes nothing):

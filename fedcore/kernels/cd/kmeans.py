@@ -454,7 +454,8 @@ def _partition_sse(X, labels, centers):
 
 partition_sums = njit(cache=NUMBA_CACHE, nogil=True, parallel=True)(
     renamed(_partition_sums, "_parallel"))
-partition_sums.__doc__ = """OUT ``sums`` float64 (k, d) and ``counts`` int64 (k,): per-label sums of the rows of ``X``.
+partition_sums.__doc__ = """OUT ``sums`` float64 (k, d) and ``counts`` int64 (k,): per-label sums
+of the rows of ``X``.
 
 Per-chunk partials merged in chunk order: the same bits for any thread count.
 """

@@ -81,7 +81,8 @@ def pairwise_sq_distances(X, centers_t, out):
 
 @chunked_kernel
 def assign_nearest(X, centers_t, labels, distances):
-    """OUT ``labels`` int64 (n,) nearest center (lowest index on ties), ``distances`` float64 (n,)."""
+    """OUT ``labels`` int64 (n,) nearest center (lowest index on ties),
+    ``distances`` float64 (n,)."""
     n = X.shape[0]
     k = centers_t.shape[1]
     for c in prange(-(-n // CHUNK_SIZE)):

@@ -3,8 +3,8 @@
 Rows are split into fixed chunks of ``CHUNK_SIZE``; each chunk writes its own partial sums and the
 partials are merged serially in chunk order, so every output is bit-identical for any thread count.
 The distance that decides a label is always the exact kernel's (a sum of squared differences in
-feature order, :func:`~fedcore.kernels.kmeans.distances.own_distance`); two devices only decide which
-distances need computing, never their values:
+feature order, :func:`~fedcore.kernels.kmeans.distances.own_distance`); two devices only decide
+which distances need computing, never their values:
 
 * **Bounds** ([Hamerly]): each row keeps a lower bound on its distance to every center but its
   own; a row whose own distance plus a margin is below that bound, or below half the distance from
@@ -651,12 +651,12 @@ def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, *,
     methods run many small problems, where per-iteration interpreter overhead would dominate.
 
     ``record``: return the :class:`~fedcore.kernels.kmeans.lloyd_replay.LloydTrace` of every E-step
-    (else None). ``prior``: None or a :class:`~fedcore.kernels.kmeans.lloyd_replay.LloydPrior` of a run
-    from the same initial centers; E-steps are replayed (:mod:`fedcore.kernels.kmeans.lloyd_replay`)
-    until the prior's last one or its first empty cluster; with one chunk of rows in both runs
-    only the rows and clusters touched by the change are recomputed. ``single`` and ``screen``:
-    see :func:`make_screen` (``screen`` None: by shape; the results are the same bits whatever
-    they are).
+    (else None). ``prior``: None or a :class:`~fedcore.kernels.kmeans.lloyd_replay.LloydPrior` of a
+    run from the same initial centers; E-steps are replayed
+    (:mod:`fedcore.kernels.kmeans.lloyd_replay`) until the prior's last one or its first empty
+    cluster; with one chunk of rows in both runs only the rows and clusters touched by the change
+    are recomputed. ``single`` and ``screen``: see :func:`make_screen` (``screen`` None: by shape;
+    the results are the same bits whatever they are).
     """
     n, d = X.shape
     k = centers.shape[0]
