@@ -92,28 +92,6 @@ rst_prolog = r"""
 .. |P| replace:: \|P\|
 """
 
-# Docstring markup errors to be fixed in the docstrings themselves; until then each entry
-# silences exactly one warning: (the docstring, as in the warning's location; the message).
-# docutils reports these without a type of their own, so ``suppress_warnings`` cannot single
-# them out.
-KNOWN_DOCSTRING_WARNINGS = [
-    # "Returns a :class:`FeCAResult`. Warns with ..." follows the Parameters fields unindented,
-    # so it is read as one more field.
-    ("docstring of fedcore.algorithms.feca.feca.feca_server:",
-     "Field list ends without a blank line"),
-]
-
-
-class _KnownDocstringWarnings:
-    """A logging filter dropping the warnings of KNOWN_DOCSTRING_WARNINGS (and only those)."""
-
-    def filter(self, record):
-        location = str(getattr(record, "location", "") or "")
-        message = str(record.msg)
-        return not any(where in location and message.startswith(what)
-                       for where, what in KNOWN_DOCSTRING_WARNINGS)
-
-
 # -- Coverage of the public API -----------------------------------------------------------------
 # Every name of these modules' ``__all__`` must be documented on an API page; a name added to
 # ``__all__`` without a page entry fails the build (a warning under -W).
@@ -263,14 +241,6 @@ def _drop_object_base(app, name, obj, options, bases):
 
 
 def setup(app):
-    import logging
-
-    from sphinx.util.logging import NAMESPACE, WarningStreamHandler
-
-    for handler in logging.getLogger(NAMESPACE).handlers:
-        if isinstance(handler, WarningStreamHandler):
-            # First, before Sphinx counts the warning or turns it into an error (-W).
-            handler.filters.insert(0, _KnownDocstringWarnings())
     app.connect("autodoc-process-docstring", _describe_constants)
     app.connect("autodoc-skip-member", _skip_tuple_field_aliases)
     app.connect("autodoc-process-bases", _drop_object_base)

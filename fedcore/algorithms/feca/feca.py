@@ -153,7 +153,8 @@ def radius_assign(centers, max_sq, kept, variant="empirical"):
     if variant == "empirical":
         return np.minimum(r_max, 0.5 * dist.min(axis=1))
     if variant != "theoretical":
-        raise ValueError(f"Argument 'variant' must be 'empirical' or 'theoretical', got {variant!r}")
+        raise ValueError("Argument 'variant' must be 'empirical' or 'theoretical', "
+                         f"got {variant!r}")
     tilde = np.ones(m, dtype=bool)
     for i in range(m):
         if not tilde[i] or tilde.sum() < 2:
@@ -330,8 +331,11 @@ def feca_server(client_centers, client_radii, client_removed, n_clusters, n_feat
     n_features : int, the width of every client's centroids (counted in the ledger)
     stacklevel : int, passed to the :class:`FewerGroupsWarning`
 
-    Returns a :class:`FeCAResult`. Warns with :class:`FewerGroupsWarning` when fewer than
-    ``n_clusters`` groups form; the result then has fewer centers (never padded).
+    Returns
+    -------
+    FeCAResult
+        Warns with :class:`FewerGroupsWarning` when fewer than ``n_clusters`` groups form; the
+        result then has fewer centers (never padded).
     """
     comm = CommLedger()
     for l, C in enumerate(client_centers):

@@ -31,8 +31,8 @@ import os
 import numpy as np
 
 from ..._validation import check_array, check_int, check_random_state, check_scalar
-from ...algorithms.feca.feca import (FeCA, client_seeds, check_feca_params, feca_client, feca_server,
-                                single_threaded_kernels)
+from ...algorithms.clients import client_seeds, single_threaded_kernels
+from ...algorithms.feca import FeCA, check_feca_params, feca_client, feca_server
 from ...federation.ledger import SERVER, CommLedger
 from ._common import (DEFAULT_TIMEOUT, FlowerApps, FlowerRoundError, arrays_record, exchange,
                       local_partition, read_arrays, require_flwr, settings, wait_for_nodes)
