@@ -2,25 +2,18 @@
 metric helpers, its data sources, its ablation row ([FeCA] Appendix C.3) and its refusal of the
 ablation with a fedcore that cannot run it. The tables themselves are made by running the script
 (``--quick`` for a smoke test), not here."""
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import fedcore
 from fedcore.datasets import load_s_sets
 from fedcore.datasets.balls import make_stochastic_ball
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "feca_table1.py"
+from tests.scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def table():
-    spec = importlib.util.spec_from_file_location("feca_table1", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("feca_table1")
 
 
 def test_paper_rows_have_twelve_cells(table):

@@ -1,23 +1,16 @@
 """``benchmarks/mufc_table1.py``, the [MUFC] Table 1 script: its copy of the paper's numbers, its
 defaults (the settings of [MUFC] Appendix M.2), its data sources and one small seed. The tables
 themselves are made by running the script, not here."""
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from fedcore.datasets import load_celltype
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "mufc_table1.py"
+from tests.scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def table():
-    spec = importlib.util.spec_from_file_location("mufc_table1", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("mufc_table1")
 
 
 def test_paper_table_has_the_seven_data_sets(table):
