@@ -17,7 +17,7 @@ dtype; ``--n --d --k --data --dtype`` restrict it (each takes several values).
   never stops early, so it runs as many iterations as fedcore did (``it`` unless fedcore
   converged first). gflops counts a plain Lloyd, ``2 n k d (n_iter + 1) / time``; pct_gemm puts it
   against the machine's large GEMM rate in the same dtype, measured at the start.
-* seeding: ``fedcore.kmeans_plusplus`` against scikit-learn's vanilla ``seed_from_uniforms``
+* seeding: ``fedcore.kmeans_plusplus`` against scikit-learn's vanilla ``_kmeans_plusplus``
   (``n_local_trials=1``) and, with ``n_local_trials="auto"``, its greedy ``kmeans_plusplus``.
 
 Each time is the median of ``--repeats`` runs after one untimed run; the kernels are compiled on
@@ -33,7 +33,7 @@ import numba
 import numpy as np
 from sklearn.cluster import KMeans as SKKMeans
 from sklearn.cluster import kmeans_plusplus as sk_greedy
-from sklearn.cluster._kmeans import seed_from_uniforms as sk_kmeans_plusplus
+from sklearn.cluster._kmeans import _kmeans_plusplus as sk_kmeans_plusplus
 from sklearn.utils.extmath import row_norms
 from threadpoolctl import threadpool_info
 
