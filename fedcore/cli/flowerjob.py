@@ -4,7 +4,7 @@ import time
 
 import numpy as np
 
-from .report import table
+from .report import compile_notice, table
 from ..algorithms.mufc.estimators import MUFC
 from ..metrics import loss_ratio
 
@@ -40,6 +40,7 @@ def run_mufc_flower_job(dataset="gaussian", n_clients=None, n_clusters=None, cli
     from .. import datasets
     from ..integrations.flower import federation_from_settings
     from ..integrations.flower.mufc import mufc_apps
+    compile_notice()
     X, y, paper_clients = datasets.load_mufc_standin(dataset, random_state=seed)
     n_clients = paper_clients if n_clients is None else n_clients
     k = int(y.max()) + 1 if n_clusters is None else n_clusters

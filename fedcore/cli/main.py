@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 
-from .report import progress, table
+from .report import compile_notice, progress, table
 
 __all__ = ["main"]
 
@@ -20,22 +20,24 @@ def run_unlearning(n_removals=100, seed=0, n_clusters=10, refine=False, out=None
     from ..algorithms import UnlearnableKMeans
     from ..metrics import inertia
 
+    compile_notice()
     X, _, _ = datasets.load_gaussian()
     rng = np.random.default_rng(seed)
     model = UnlearnableKMeans(n_clusters, refine=refine, random_state=seed).fit(X)
     UnlearnableKMeans(n_clusters, refine=refine, random_state=seed).fit(X[:100])  # warm caches
     removal_times, retrain_times, retrains = [], [], 0
     alive = np.ones(X.shape[0], dtype=bool)
-    for r in range(n_removals):
-        point = int(rng.choice(model.sample_ids_))
-        t0 = time.perf_counter()
-        retrains += model.remove(point).retrained
-        removal_times.append(time.perf_counter() - t0)
-        alive[point] = False
-        t0 = time.perf_counter()
-        UnlearnableKMeans(n_clusters, refine=refine, random_state=seed + r + 1).fit(X[alive])
-        retrain_times.append(time.perf_counter() - t0)
-        progress(r + 1, n_removals, "removals")
+    with progress(n_removals, "removals") as bar:
+        for r in range(n_removals):
+            point = int(rng.choice(model.sample_ids_))
+            t0 = time.perf_counter()
+            retrains += model.remove(point).retrained
+            removal_times.append(time.perf_counter() - t0)
+            alive[point] = False
+            t0 = time.perf_counter()
+            UnlearnableKMeans(n_clusters, refine=refine, random_state=seed + r + 1).fit(X[alive])
+            retrain_times.append(time.perf_counter() - t0)
+            bar.update()
     rows = [
         ("dataset", f"Gaussian (n={X.shape[0]}, d={X.shape[1]}, K={n_clusters})"),
         ("method", "UnlearnableKMeans" + (" + Lloyd" if refine else "")),

@@ -10,7 +10,7 @@ from ..algorithms.baselines.kfed import KFed
 from ..algorithms.kmeans.lloyd import KMeans
 from ..algorithms.mufc.estimators import MUFC
 from ..federation import HorizontalFederation, partition
-from .report import progress, table
+from .report import compile_notice, progress, table
 
 __all__ = ["DATASETS", "PAPER_LOSS_RATIOS", "check_options", "run_mufc_job"]
 
@@ -140,6 +140,7 @@ def run_mufc_job(dataset="celltype", n_clients=None, n_clusters=None, client_clu
     problem = check_options(dataset, n_clients, n_clusters, client_clusters)
     if problem:
         raise ValueError(problem)
+    compile_notice()   # before loading: building the federation runs compiled kernels
     fed, X, k, kp, phi, reference, description = _load(dataset, n_clients, n_clusters,
                                                         client_clusters, seed)
     rng = np.random.default_rng(seed)
@@ -158,19 +159,20 @@ def run_mufc_job(dataset="celltype", n_clients=None, n_clusters=None, client_clu
 
     reports, dc_times, retrain = [], [], []
     every = max(1, n_removals // max(1, n_retrain_samples))
-    for r in range(n_removals):
-        client, ids = _pick_removal(model, removal, batch_size, rng)
-        reports.append(model.remove(client, ids))
-        t0 = time.perf_counter()
-        dckm.remove(client, ids)
-        dc_times.append(time.perf_counter() - t0)
-        if r % every == 0:
-            Xr, owners, idr = _remaining(model)
-            refed = _refederate(Xr, owners, idr, model.client_ids_)
-            # A complete retrain: the fastest fresh fit (no coupling records kept).
-            retrain.append(make_mufc(seed + r + 1, "retrain").fit(refed)
-                           .fit_report_.modeled_latency)
-        progress(r + 1, n_removals, "removals")
+    with progress(n_removals, "removals") as bar:
+        for r in range(n_removals):
+            client, ids = _pick_removal(model, removal, batch_size, rng)
+            reports.append(model.remove(client, ids))
+            t0 = time.perf_counter()
+            dckm.remove(client, ids)
+            dc_times.append(time.perf_counter() - t0)
+            if r % every == 0:
+                Xr, owners, idr = _remaining(model)
+                refed = _refederate(Xr, owners, idr, model.client_ids_)
+                # A complete retrain: the fastest fresh fit (no coupling records kept).
+                retrain.append(make_mufc(seed + r + 1, "retrain").fit(refed)
+                               .fit_report_.modeled_latency)
+            bar.update()
     after = None
     if reports:
         Xr, _, _ = _remaining(model)

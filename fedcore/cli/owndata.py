@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 
 from .datafile import DataError, read_table
-from .report import progress, table
+from .report import compile_notice, progress, table
 
 __all__ = ["COMMANDS", "add_parsers", "run_command"]
 
@@ -377,6 +377,7 @@ def _fit(args):
                        "n_features": int(X.shape[1]), "features": features}}
     fit = {"mufc": _fit_horizontal, "feca": _fit_horizontal, "f3km": _fit_f3km,
            "coreset": _fit_coreset}[args.command]
+    compile_notice()
     t0 = time.perf_counter()
     model, rows = fit(args, data, X, features, labels, seed, result)
     result["timings"] = {"read_s": t_read, "fit_s": time.perf_counter() - t0}
@@ -410,10 +411,10 @@ def _fit(args):
 
 
 def _fitting(label, fit):
-    """``fit()`` between two progress marks on stderr (shown on a terminal only)."""
-    progress(0, 1, label)
-    out = fit()
-    progress(1, 1, label)
+    """``fit()`` as one step of progress on stderr."""
+    with progress(1, label) as bar:
+        out = fit()
+        bar.update()
     return out
 
 
@@ -740,19 +741,22 @@ def _remove_mufc(model, ids, path):
     rows = [("model", head), ("request", "client", "points", "client re-seeded",
                               "latency (slowest client + server)")]
     clients = sorted(by_client)
-    for r, l in enumerate(clients):
-        batch = by_client[l]
-        t0 = time.perf_counter()
-        with _library():
-            report = model.remove(l, batch)
-        wall = time.perf_counter() - t0
-        progress(r + 1, len(clients), "removal requests")
-        requests.append({"client": l, "ids": batch, "client_retrained": report.client_retrained,
-                         "server_recomputed": report.server_recomputed,
-                         "modeled_latency_s": report.modeled_latency, "wall_time_s": wall})
-        rows.append((str(r + 1), str(l), str(len(batch)),
-                     "yes" if report.client_retrained else "no",
-                     f"{report.modeled_latency * 1e3:.2f} ms"))
+    compile_notice()
+    with progress(len(clients), "removal requests") as bar:
+        for r, l in enumerate(clients):
+            batch = by_client[l]
+            t0 = time.perf_counter()
+            with _library():
+                report = model.remove(l, batch)
+            wall = time.perf_counter() - t0
+            bar.update()
+            requests.append({"client": l, "ids": batch,
+                             "client_retrained": report.client_retrained,
+                             "server_recomputed": report.server_recomputed,
+                             "modeled_latency_s": report.modeled_latency, "wall_time_s": wall})
+            rows.append((str(r + 1), str(l), str(len(batch)),
+                         "yes" if report.client_retrained else "no",
+                         f"{report.modeled_latency * 1e3:.2f} ms"))
     rows.append(("server", "re-clustered the new sum after every request (exact unlearning)"
                  if all(r["server_recomputed"] for r in requests) else
                  "kept its centers where no client re-seeded"))
@@ -768,6 +772,7 @@ def _remove_unlearnable(model, ids, path):
         raise DataError(f"argument --ids: removing {len(ids)} point(s) would leave "
                         f"{model.n_samples_ - len(ids)}, fewer than the model's {k} clusters")
     rows = [("model", f"{path} (UnlearnableKMeans, K = {k}, {model.n_samples_} points)")]
+    compile_notice()
     t0 = time.perf_counter()
     with _library():
         outcome = model.remove(ids)

@@ -1,19 +1,72 @@
-"""What the command line prints: a progress bar on stderr and aligned tables."""
+"""What the command line prints: progress on stderr (tqdm) and aligned tables."""
+import os
 import sys
 
-__all__ = ["progress", "table"]
+import tqdm
+
+__all__ = ["compile_notice", "progress", "table"]
+
+LOG_INTERVAL = 5.0   # seconds between progress lines when stderr is not a terminal
+_noticed = False
 
 
-def progress(i, total, label, stream=sys.stderr):
-    """A one-line progress bar on a terminal; silent when stderr is not a terminal."""
-    if not stream.isatty():
+class _Lines(tqdm.tqdm):
+    """tqdm for a log (stderr not a terminal): plain lines, at most one every ``mininterval``
+    seconds, plus the first and the final state, instead of a bar redrawn in place."""
+
+    def display(self, msg=None, pos=None):
+        if msg is not None:   # a request to clear or replace the bar: lines are never cleared
+            return False
+        self.fp.write(f"{self}\n")
+        self.fp.flush()
+        return True
+
+    def close(self):
+        if not self.disable and self.last_print_n != self.n:
+            self.display()   # the final state, even when it came within mininterval
+        super().close()
+
+
+def progress(total, label, stream=None):
+    """A tqdm progress bar over ``total`` steps (advance it with ``.update()``; use it as a
+    context manager). On a terminal: a bar redrawn in place; otherwise (a CI log, a file) a
+    plain line every few seconds, so long non-interactive runs show progress too."""
+    stream = sys.stderr if stream is None else stream
+    isatty = getattr(stream, "isatty", None)
+    if isatty is not None and isatty():
+        return tqdm.tqdm(total=total, desc=label, file=stream, unit="step")
+    return _Lines(total=total, desc=label, file=stream, unit="step", ascii=True, leave=False,
+                  mininterval=LOG_INTERVAL)
+
+
+def _kernels_cached():
+    """Whether this user's Numba cache already holds compiled fedcore kernels; True when that
+    cannot be told (no notice is better than a wrong one)."""
+    try:
+        from .. import _config
+        if not _config.NUMBA_CACHE:
+            return False
+        from .._numba_cache import cache_dir
+        root = os.environ.get("NUMBA_CACHE_DIR") or cache_dir()
+        if not os.path.isdir(root):
+            return False
+        return any(name.endswith(".nbi") for _, _, names in os.walk(root) for name in names)
+    except Exception:   # detection is a courtesy: never fail a command over it
+        return True
+
+
+def compile_notice(stream=None):
+    """Before the first compiled-kernel work of a command: say once on stderr that the kernels
+    are being compiled when this user's cache does not hold them yet."""
+    global _noticed
+    if _noticed:
         return
-    width = 30
-    done = int(width * i / total) if total else width
-    stream.write(f"\r{label} [{'#' * done}{'.' * (width - done)}] {i}/{total}")
-    if i == total:
-        stream.write("\n")
-    stream.flush()
+    _noticed = True
+    if not _kernels_cached():
+        from .. import _config
+        why = "cached afterwards" if _config.NUMBA_CACHE else "FEDCORE_NUMBA_CACHE=0: not cached"
+        print(f"fedcore: compiling kernels on first use ({why}), this takes a minute...",
+              file=sys.stderr if stream is None else stream, flush=True)
 
 
 def table(rows):
