@@ -4,6 +4,8 @@ import sys
 
 import tqdm
 
+from .._config import NUMBA_CACHE
+
 __all__ = ["compile_notice", "progress", "table"]
 
 LOG_INTERVAL = 5.0   # seconds between progress lines when stderr is not a terminal
@@ -43,8 +45,7 @@ def _kernels_cached():
     """Whether this user's Numba cache already holds compiled fedcore kernels; True when that
     cannot be told (no notice is better than a wrong one)."""
     try:
-        from .. import _config
-        if not _config.NUMBA_CACHE:
+        if not NUMBA_CACHE:
             return False
         from .._numba_cache import cache_dir
         root = os.environ.get("NUMBA_CACHE_DIR") or cache_dir()
@@ -63,8 +64,7 @@ def compile_notice(stream=None):
         return
     _noticed = True
     if not _kernels_cached():
-        from .. import _config
-        why = "cached afterwards" if _config.NUMBA_CACHE else "FEDCORE_NUMBA_CACHE=0: not cached"
+        why = "cached afterwards" if NUMBA_CACHE else "FEDCORE_NUMBA_CACHE=0: not cached"
         print(f"fedcore: compiling kernels on first use ({why}), this takes a minute...",
               file=sys.stderr if stream is None else stream, flush=True)
 
