@@ -3,7 +3,7 @@
 Run from the repository root: ``python scripts/make_scma_vectors.py`` (takes a few minutes; galois
 runs fields above 2**62 in pure Python and compiles its kernels per field).
 
-The file lets tests/test_reed_solomon.py check fedcore's Reed-Solomon kernels against an
+The file lets tests/kernels/test_reed_solomon.py check fedcore's Reed-Solomon kernels against an
 independent implementation even where galois is not installed:
 
 * ``berlekamp_massey``: random sequences and ``galois.berlekamp_massey(..., output="connection")``;

@@ -12,7 +12,8 @@ from fedcore.kernels.field import reed_solomon as RS
 from tests.reference import field_reference as R
 
 PRIMES = [13, 101, 65537, 2**31 - 1, 2**61 - 1, 2**62 - 57]
-DATA = os.path.join(os.path.dirname(__file__), "data", "scma_galois_vectors.json")
+DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data",
+                    "scma_galois_vectors.json")
 
 try:
     import galois

@@ -137,8 +137,8 @@ def radius_assign(centers, max_sq, kept, variant="empirical"):
     approximate ``Delta_min``. When [FeCA] Alg. 2 has removed the centroids of the closest pair of
     true centers from a client (it held a one-fit-many centroid there), the minimum is a larger
     gap, the client's radius exceeds ``Delta_min / 2``, and the server's first ball can merge two
-    true centers. fedcore implements [FeCA] Alg. 3 as written; ``tests/test_feca.py`` holds such a
-    counterexample.
+    true centers. fedcore implements [FeCA] Alg. 3 as written;
+    ``tests/algorithms/feca/test_feca.py`` holds such a counterexample.
     """
     kept = np.asarray(kept, dtype=np.int64)
     C = centers[kept]

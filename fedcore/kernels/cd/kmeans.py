@@ -35,7 +35,8 @@ not depend on rounding (and agree between one party and several). A range whose 
 not lower the Lagrangian by more than ``tol`` is split in two halves, processed in order
 (:func:`bcd_sweep`); a range of one row, or one proposing a single move, is never split, since a
 single move lowers the Lagrangian by exactly its ``phi`` difference. [F3KM] is silent on this
-safeguard; without it a Jacobi block can raise the objective (see ``tests/test_cdkm.py``).
+safeguard; without it a Jacobi block can raise the objective (see
+``tests/algorithms/f3km/test_cdkm.py``).
 """
 import numpy as np
 from numba import njit, prange

@@ -20,7 +20,7 @@ from fedcore.algorithms.mufc.rows import add_sparse, match_rows
 from fedcore.algorithms.kmeans.lloyd import weighted_lloyd, _margin, absolute_tolerance
 from fedcore.kernels.kmeans.lloyd_replay import LloydPrior
 from tests.reference.kmeans_reference import chi_square_against_exact, exact_kmeanspp_distribution
-from tests.test_lloyd import ROW_KINDS, rows_of_kind
+from tests.kernels.test_lloyd import ROW_KINDS, rows_of_kind
 
 ALPHA = 1e-3
 TRIALS = 3000
