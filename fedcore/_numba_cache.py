@@ -4,8 +4,10 @@ Numba's default puts the cache beside the source (``__pycache__`` inside site-pa
 is writable, so uninstalling fedcore would leave compiled files behind and a shared installation
 would be written to by every user. fedcore's kernels are cached instead under
 ``FEDCORE_CACHE_DIR`` when set, else the user cache directory (``~/.cache/fedcore`` on Linux), in
-a subdirectory per fedcore, Numba and Python version. An explicit ``NUMBA_CACHE_DIR`` still wins,
-as it does for every Numba user. Functions of other packages are not affected.
+a subdirectory per fedcore, Numba and Python version and chunk size (``FEDCORE_CHUNK_SIZE`` is
+compiled into the kernels as a constant, so kernels cached for one chunk size must not be loaded
+for another). An explicit ``NUMBA_CACHE_DIR`` still wins, as it does for every Numba user.
+Functions of other packages are not affected.
 """
 import os
 import sys
@@ -23,8 +25,9 @@ def cache_dir():
     """The directory fedcore's compiled kernels are cached in."""
     root = os.environ.get("FEDCORE_CACHE_DIR") or AppDirs("fedcore", appauthor=False).user_cache_dir
     from . import __version__
+    from ._config import CHUNK_SIZE
     python = f"py{sys.version_info[0]}{sys.version_info[1]}"
-    tag = f"fedcore-{__version__}-numba-{numba.__version__}-{python}"
+    tag = f"fedcore-{__version__}-numba-{numba.__version__}-{python}-chunk{CHUNK_SIZE}"
     return os.path.join(root, tag)
 
 

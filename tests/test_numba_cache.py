@@ -35,3 +35,19 @@ def test_other_packages_keep_numba_locations(tmp_path):
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("FEDCORE_CACHE_DIR", str(tmp_path))
     assert cache_dir().startswith(str(tmp_path) + os.sep)
+
+
+def test_each_chunk_size_has_its_own_cache(tmp_path):
+    """Kernels compile ``FEDCORE_CHUNK_SIZE`` in as a constant: a cache built for one chunk size
+    must not be loaded for another (loading it made the parallel kernels fail)."""
+    import subprocess
+    import sys
+    code = "from fedcore._numba_cache import cache_dir; print(cache_dir())"
+    dirs = {}
+    for size in ("4096", "1000"):
+        env = dict(os.environ, FEDCORE_CACHE_DIR=str(tmp_path), FEDCORE_CHUNK_SIZE=size)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True).stdout.strip()
+        dirs[size] = out
+        assert out.endswith(f"-chunk{size}")
+    assert dirs["4096"] != dirs["1000"]
