@@ -57,10 +57,6 @@ class MUFCServer:
         """Clients taking part in the next round, increasing."""
         return list(self.model._active)
 
-    @property
-    def n_rounds(self):
-        return self.model.n_rounds_
-
     def next_round(self):
         """Open the round of a removal request; returns its number."""
         self.model.n_rounds_ += 1

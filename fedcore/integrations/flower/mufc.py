@@ -50,7 +50,7 @@ from ...federation.ledger import SERVER
 from ...secagg import generate_key_pair
 from ._common import (DEFAULT_TIMEOUT, FlowerApps, FlowerRoundError, arrays_record, exchange,
                       generator_from_config, local_partition, read_arrays, require_flwr,
-                      seed_sequence_config, settings, wait_for_nodes)
+                      settings, wait_for_nodes)
 
 __all__ = ["MUFCFlowerResult", "mufc_apps", "load_mufc_result", "parse_removals", "handle_hello",
            "handle_query", "handle_round", "DEFAULTS", "server_app", "client_app"]
@@ -257,7 +257,7 @@ class _Server:
     def __init__(self, grid, model, timeout):
         self.grid, self.model, self.timeout = grid, model, timeout
         self.server = MUFCServer(model)
-        self.tolerant = model.secure and getattr(model, "dropout_threshold", None) is not None
+        self.tolerant = model.secure and model.dropout_threshold is not None
         self.dropped_ = []  # clients that dropped out, in order
 
     def hello(self, nodes):

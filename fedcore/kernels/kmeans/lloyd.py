@@ -29,9 +29,9 @@ from numba import njit, prange
 
 from ..._config import CHUNK_SIZE, NUMBA_CACHE
 from ..parallel import chunked_kernel
-from .distances import nearest_two, own_distance
-from .lloyd_replay import (LloydPrior, LloydTrace, center_moves, grow_trace, mark_dirty,
-                           prime_bounds, sparse_estep, sparse_sums, top_two)
+from .distances import own_distance
+from .lloyd_replay import (LloydTrace, center_moves, grow_trace, mark_dirty, prime_bounds,
+                           sparse_estep, sparse_sums, top_two)
 
 __all__ = ["Screen", "BLOCK_ROWS", "screen_eps", "make_screen",
            "uses_screen", "lloyd_iteration", "half_separation", "relocate_empty", "lloyd_run",
