@@ -46,8 +46,8 @@ import fedcore
 from fedcore.algorithms.baselines.dckmeans import DCKMeans
 from fedcore.algorithms.baselines.kfed import KFed
 from fedcore.algorithms.mufc import MUFC
-from fedcore.cli.mainjob import (STANDINS, _induced_inertia, _pick_removal, _refederate,
-                                 _remaining, _warm_up)
+from fedcore.cli.mainjob import (STANDINS, induced_inertia, pick_removal, refederate,
+                                 remaining_points, warm_up)
 
 # [MUFC] Table 1: loss ratios (mean +- std, 5 runs; FEMNIST 3) and the speed-up of one MUFC
 # removal over complete retraining when no client re-seeds. Stand-ins print their shape's column.
@@ -150,7 +150,7 @@ def baselines(data, fed, seed, kc, dckm_n_init):
     """Loss ratios of K-FED and DC-KM: induced objective ([MUFC] Def. 3.1) over phi*."""
     kfed = KFed(data.k, client_clusters=kc, random_state=seed).fit(fed)
     dckm = DCKMeans(data.k, client_clusters=kc, n_init=dckm_n_init, random_state=seed).fit(fed)
-    return {"K-FED": _induced_inertia(fed, kfed.client_centers_, kfed.cluster_centers_)
+    return {"K-FED": induced_inertia(fed, kfed.client_centers_, kfed.cluster_centers_)
             / data.phi,
             "DC-KM": dckm.federated_inertia() / data.phi}
 
@@ -165,7 +165,7 @@ def mufc_seed(data, fed, server_data, seed, n_removals, kc, gamma, secure):
     rng = np.random.default_rng(seed)
     lat, lat_lazy, wall, offline = [], [], [], []
     for _ in range(n_removals):
-        client, ids = _pick_removal(exact, "random", 1, rng)
+        client, ids = pick_removal(exact, "random", 1, rng)
         t0 = time.perf_counter()
         report = exact.remove(client, ids)
         lat.append(report.modeled_latency)
@@ -173,8 +173,8 @@ def mufc_seed(data, fed, server_data, seed, n_removals, kc, gamma, secure):
         wall.append(time.perf_counter() - t0 - offline[-1])
         lat_lazy.append(lazy.remove(client, ids).modeled_latency)
     if n_removals:
-        Xr, owners, ids = _remaining(exact)
-        refed = _refederate(Xr, owners, ids, exact._active)
+        Xr, owners, ids = remaining_points(exact)
+        refed = refederate(Xr, owners, ids, exact._active)
         retrain = np.median([
             mufc(data, server_data, seed + r + 1, kc=kc, gamma=gamma, secure=secure,
                  server_update="retrain").fit(refed).fit_report_.modeled_latency
@@ -198,7 +198,7 @@ def run_table(args):
         feds = [data.federation(s) for s in range(args.seeds)]
         base = [baselines(data, feds[s], s, kc, args.dckm_n_init) for s in range(args.seeds)]
         for server_data in args.server_data:
-            _warm_up(lambda s, update="exact": mufc(data, server_data, s, kc=kc,
+            warm_up(lambda s, update="exact": mufc(data, server_data, s, kc=kc,
                                                    gamma=args.gamma, secure=not args.insecure,
                                                    server_update=update),
                      feds[0], data.k, kc, 0)
@@ -273,9 +273,9 @@ def loss_across_removals(data, server_data, seed, total, step, kc, gamma, secure
     curve = []
     for r in range(total + 1):
         if r:
-            model.remove(*_pick_removal(model, "random", 1, rng))
+            model.remove(*pick_removal(model, "random", 1, rng))
         if r % step == 0:
-            Xr = _remaining(model)[0]
+            Xr = remaining_points(model)[0]
             phi = fedcore.KMeans(data.k, init=reference).fit(Xr).inertia_
             curve.append(model.federated_inertia() / phi)
     return curve

@@ -103,12 +103,15 @@ DOCUMENTED_MODULES = [
     "fedcore.algorithms.feca",
     "fedcore.algorithms.baselines",
     "fedcore.algorithms.base",
+    "fedcore.algorithms.clients",
     "fedcore.federation",
+    "fedcore.federation.protocol",
     "fedcore.secagg",
     "fedcore.datasets",
     "fedcore.metrics",
     "fedcore.persistence",
     "fedcore.integrations.flower",
+    "fedcore.integrations.flower.roles",
 ]
 
 
@@ -203,8 +206,13 @@ CONSTANT_DOCS = {
         "``\"postures\"``...): tuples ``(n, d, K, cluster sizes, L)`` of points, features, "
         "clusters, the size of each cluster (None: equal sizes) and clients. "
         ":func:`load_mufc_standin` draws synthetic data of these shapes.",
+    "fedcore.integrations.flower.roles.MESSAGE_TYPE":
+        "The Flower message type of every message the generic adapter sends (``\"train\"``).",
+    "fedcore.integrations.flower.roles.HELLO":
+        "The wire type of the transport's question to each node before the first round (which "
+        "partition it holds); not a protocol message, not counted.",
     "fedcore.federation.SERVER":
-        "The party id of the server in a :class:`Message` and the :class:`CommLedger` "
+        "The party id of the server in a :class:`LedgerEntry` and the :class:`CommLedger` "
         "(clients and parties are ints).",
     "fedcore.persistence.FORMAT":
         "The ``\"format\"`` entry of every file :func:`save` writes.",

@@ -46,8 +46,8 @@ MOVED_NAMES = {
         "check_federation": "fedcore.algorithms.clients",
         "client_kmeans": "fedcore.algorithms.clients",
         "predict_nearest": "fedcore.algorithms.clients",
-        "run_clients": "fedcore.algorithms.clients",
-        "single_threaded_kernels": "fedcore.algorithms.clients",
+        "run_clients": "fedcore.federation.protocol",
+        "single_threaded_kernels": "fedcore.kernels.parallel",
     },
 }
 

@@ -55,6 +55,8 @@ classes defined in a ``fedcore.`` module, looked up by name (an instance is made
 ``object.__new__`` and given its attributes, through the class's ``__setstate__`` when it
 defines one), plus the NumPy random types listed above.
 """
+from __future__ import annotations
+
 import base64
 import concurrent.futures
 import contextlib
@@ -71,8 +73,11 @@ import types
 import warnings
 import zipfile
 from collections import OrderedDict
+from typing import IO
 
 import numpy as np
+
+from .algorithms.base import BaseEstimator
 
 __all__ = ["FORMAT", "VERSION", "load", "save"]
 
@@ -92,9 +97,9 @@ _LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
 
 
 # ---------------------------------------------------------------------------------- saving
-def save(estimator, path):
+def save(estimator: BaseEstimator,
+         path: str | bytes | os.PathLike[str] | os.PathLike[bytes] | IO[bytes]) -> None:
     """Write ``estimator`` to ``path``; see :meth:`fedcore.algorithms.base.BaseEstimator.save`."""
-    from .algorithms.base import BaseEstimator
     if not isinstance(estimator, BaseEstimator):
         raise TypeError("Argument 'estimator' must be a fedcore estimator, got "
                         f"{type(estimator).__name__}")
@@ -396,7 +401,7 @@ def _describe(obj):
 
 
 # --------------------------------------------------------------------------------- loading
-def load(path):
+def load(path: str | bytes | os.PathLike[str] | os.PathLike[bytes] | IO[bytes]) -> BaseEstimator:
     """Read an estimator written by :meth:`~fedcore.algorithms.base.BaseEstimator.save`.
 
     Parameters

@@ -1,12 +1,24 @@
 """A minimal scikit-learn-compatible estimator base, without scikit-learn at run time."""
+from __future__ import annotations
+
 import contextlib
 import copy
 import inspect
+import os
 import sys
+from collections.abc import Collection, Iterator
+from typing import IO, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-__all__ = ["BaseEstimator", "NotFittedError", "all_or_nothing", "check_is_fitted"]
+from ..federation.protocol import Channel, ClientRole, ServerRole
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+
+__all__ = ["BaseEstimator", "FederatedEstimator", "NotFittedError", "all_or_nothing",
+           "check_is_fitted"]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -22,10 +34,10 @@ class BaseEstimator:
         return sorted(p.name for p in sig.parameters.values()
                       if p.name != "self" and p.kind != p.VAR_KEYWORD)
 
-    def get_params(self, deep=True):
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self._param_names()}
 
-    def set_params(self, **params):
+    def set_params(self, **params: Any) -> Self:
         valid = self._param_names()
         for key, value in params.items():
             if key not in valid:
@@ -34,7 +46,7 @@ class BaseEstimator:
             setattr(self, key, value)
         return self
 
-    def save(self, path):
+    def save(self, path: str | bytes | os.PathLike[str] | os.PathLike[bytes] | IO[bytes]) -> None:
         """Write this estimator, fitted or not, to one ``.npz`` file; read it with
         :func:`fedcore.load`. No pickle: loading a file runs no code from it.
 
@@ -112,6 +124,34 @@ class BaseEstimator:
                     transformer_tags=TransformerTags(), input_tags=InputTags())
 
 
+class FederatedEstimator(BaseEstimator):
+    """An estimator of a federated method given by protocol roles
+    (:mod:`fedcore.federation.protocol`): :meth:`server_role` and :meth:`client_role` build them
+    from the estimator's parameters, :meth:`fit_over` runs the server role over any channel (the
+    in-process one of ``fit``, or a Flower run: :mod:`fedcore.integrations.flower.roles`).
+
+    A subclass names its roles in ``server_class`` (built with the estimator's parameters but
+    ``n_jobs``, which it checks) and ``client_class`` (built with ``(X, client_id)``).
+    """
+
+    server_class: type = type(None)
+    client_class: type = type(None)
+
+    def server_role(self) -> ServerRole:
+        """A new server role with this estimator's (checked) parameters."""
+        params = self.get_params()
+        params.pop("n_jobs", None)
+        return self.server_class(**params)
+
+    def client_role(self, X: ArrayLike, client_id: int = 0) -> ClientRole:
+        """A new client role holding ``X``, the data of client ``client_id``."""
+        return self.client_class(X, client_id)
+
+    def fit_over(self, channel: Channel) -> Self:
+        """Fit by running :meth:`server_role` over ``channel``; returns self."""
+        return self._store_result(self.server_role().run(channel))
+
+
 def _same(a, b):
     try:
         return bool(a == b) and type(a) is type(b)
@@ -133,7 +173,7 @@ def _not_fitted_class():
 _SK_NOT_FITTED = None
 
 
-def check_is_fitted(estimator, attribute):
+def check_is_fitted(estimator: object, attribute: str) -> None:
     """Raise ``NotFittedError`` naming the estimator if ``attribute`` is missing."""
     if not hasattr(estimator, attribute):
         raise _not_fitted_class()(f"This {type(estimator).__name__} instance is not fitted yet. "
@@ -144,7 +184,8 @@ _ABSENT = object()
 
 
 @contextlib.contextmanager
-def all_or_nothing(obj, deep=(), shallow=()):
+def all_or_nothing(obj: Any, deep: Collection[str] = (),
+                   shallow: Collection[str] = ()) -> Iterator[None]:
     """Run the block as one transaction on ``obj``: if it raises, put back the attributes named
     in ``deep`` and ``shallow``, drop the messages the block added to ``obj.comm_``, and
     re-raise. Attributes the block created are deleted.

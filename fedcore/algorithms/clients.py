@@ -1,23 +1,23 @@
 """The client side of one-shot horizontal federated clustering, shared by FeCA, k-FED, M-Avg and
-FFCM: checking the federation, one seed per client, running clients on a thread pool with
-single-threaded kernels, the clients' local k-means, and nearest-center prediction.
+FFCM: checking the federation, one seed per client, the clients' local k-means (and the protocol
+role that runs it and sends the centers: :class:`LocalKMeansClient`), and nearest-center
+prediction.
 """
-import contextlib
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
-import numba
 import numpy as np
 
-from .._validation import (check_fitted_array, check_int, check_random_state,
+from .._validation import (check_array, check_fitted_array, check_int, check_random_state,
                            check_weighted_range)
 from ..federation.horizontal import HorizontalFederation
-from ..federation.ledger import SERVER, CommLedger
+from ..federation.protocol import Message, expect
 from ..kernels.kmeans.distances import assign_nearest
 from .base import check_is_fitted
 from .kmeans.lloyd import KMeans
 
-__all__ = ["check_federation", "single_threaded_kernels", "run_clients", "client_kmeans",
-           "send_local_centers", "predict_nearest"]
+__all__ = ["check_federation", "client_seeds", "client_kmeans", "HorizontalClient",
+           "LocalKMeansSetup", "LocalCenters", "LocalKMeansClient", "gather_local_centers",
+           "predict_nearest"]
 
 
 def check_federation(federation, client_clusters, name="client_clusters"):
@@ -42,43 +42,6 @@ def check_federation(federation, client_clusters, name="client_clusters"):
     for l, (X_l, _) in enumerate(federation):
         check_weighted_range(X_l, float(X_l.shape[0]), (f"federation client {l}",))
     return federation
-
-
-@contextlib.contextmanager
-def single_threaded_kernels():
-    """Run Numba kernels on one thread in the calling thread, restoring the count afterwards.
-
-    Clients hold few rows, so one kernel call is short and the cost of waking a parallel team
-    dominates; parallelism goes over clients instead (:func:`run_clients`). Numba's thread count
-    is thread-local, so this never affects other threads.
-    """
-    previous = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(previous)
-
-
-def _single_threaded_call(fn, l):
-    with single_threaded_kernels():
-        return fn(l)
-
-
-def run_clients(fn, n_clients, n_jobs=None):
-    """``[fn(0), ..., fn(n_clients - 1)]``, client by client or on a thread pool.
-
-    ``n_jobs=None`` uses ``numba.get_num_threads()`` workers (1 runs in the calling thread). Every
-    call runs with single-threaded kernels, and each client's randomness is fixed before the call,
-    so the result does not depend on ``n_jobs`` or on scheduling.
-    """
-    n_jobs = numba.get_num_threads() if n_jobs is None else check_int(n_jobs, "n_jobs",
-                                                                      min_value=1)
-    n_jobs = min(n_jobs, n_clients)
-    if n_jobs <= 1:
-        return [_single_threaded_call(fn, l) for l in range(n_clients)]
-    with ThreadPoolExecutor(max_workers=n_jobs) as pool:
-        return list(pool.map(lambda l: _single_threaded_call(fn, l), range(n_clients)))
 
 
 def client_seeds(rng, n_clients):
@@ -114,22 +77,74 @@ def client_kmeans(X, n_clusters, *, init="k-means++", n_init=1, max_iter=300, to
     return np.asarray(best.cluster_centers_, dtype=np.float64), best.labels_
 
 
-def send_local_centers(fed, n_clusters, seeds, n_jobs=None, **kmeans_params):
-    """The one uplink round of k-FED and M-Avg: client ``l`` runs :func:`client_kmeans` with
-    ``n_clusters`` centers and generator ``seeds[l]`` and sends its centers.
+@dataclass(frozen=True, eq=False)
+class LocalKMeansSetup(Message):
+    """Server to client, before the round: the settings of the client's k-means
+    (:func:`client_kmeans`) and its seed (setup, not counted)."""
 
-    Returns ``(list of center arrays, CommLedger holding the round)``.
+    counted = False
+    seed: int
+    n_clusters: int
+    n_init: int
+    max_iter: int
+    tol: float
+    n_local_trials: int
+
+
+@dataclass(frozen=True, eq=False)
+class LocalCenters(Message):
+    """Client to server: the centers of the client's k-means (the one round of k-FED and
+    M-Avg)."""
+
+    kind = "centers"
+    centers: np.ndarray
+
+
+class HorizontalClient:
+    """Base of the client roles of horizontal methods: holds one client's data, checked.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features), the client's data
+    client_id : int, used in error messages
+
+    Subclasses implement ``handle(message)``.
     """
-    def client(l):
-        X, _ = fed.client(l)
-        return client_kmeans(X, n_clusters, random_state=np.random.default_rng(seeds[l]),
-                             **kmeans_params)[0]
 
-    sent = run_clients(client, fed.n_clients, n_jobs)
-    comm = CommLedger()
-    for l, C in enumerate(sent):
-        comm.record(0, sender=l, receiver=SERVER, kind="centers", n_elements=C.size)
-    return sent, comm
+    def __init__(self, X, client_id=0):
+        self.client_id = check_int(client_id, "client_id", min_value=0)
+        self.X = check_array(X, f"X of client {self.client_id}")
+
+    def check_size(self, n_clusters, name="client_clusters"):
+        """Refuse a client with fewer than ``n_clusters`` points, naming ``name``."""
+        if self.X.shape[0] < n_clusters:
+            raise ValueError(f"Argument {name!r}={n_clusters} exceeds the {self.X.shape[0]} "
+                             f"point(s) of client {self.client_id}: every client needs at least "
+                             f"{name} points")
+
+
+class LocalKMeansClient(HorizontalClient):
+    """The client role of k-FED and M-Avg: answers :class:`LocalKMeansSetup` with the
+    :class:`LocalCenters` of :func:`client_kmeans` (see :class:`HorizontalClient`)."""
+
+    def handle(self, message):
+        m = expect(message, LocalKMeansSetup, f"client {self.client_id}")
+        self.check_size(m.n_clusters)
+        centers, _ = client_kmeans(self.X, m.n_clusters, n_init=m.n_init, max_iter=m.max_iter,
+                                   tol=m.tol, random_state=np.random.default_rng(m.seed),
+                                   n_local_trials=m.n_local_trials)
+        return LocalCenters(centers)
+
+
+def gather_local_centers(channel, rng, n_clusters, **kmeans_params):
+    """The one uplink round of k-FED and M-Avg, at the server: one seed per client drawn from
+    ``rng`` (:func:`client_seeds`), a :class:`LocalKMeansSetup` to each client, and the list of
+    centers they send back (counted in ``channel.ledger``)."""
+    seeds = client_seeds(rng, channel.n_clients)
+    replies = channel.exchange({l: LocalKMeansSetup(seed=seed, n_clusters=n_clusters,
+                                                    **kmeans_params)
+                                for l, seed in enumerate(seeds)}, round=0)
+    return [expect(replies[l], LocalCenters, "server").centers for l in range(len(seeds))]
 
 
 def predict_nearest(model, X):

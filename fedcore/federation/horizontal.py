@@ -1,8 +1,18 @@
 """Horizontal federations: clients hold disjoint sets of rows with stable global point ids."""
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Literal
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import (check_array, check_categories, check_ids, check_int,
                            check_random_state, check_scalar)
+
+if sys.version_info >= (3, 11):
+    from typing import Self
 
 __all__ = ["HorizontalFederation", "partition"]
 
@@ -30,7 +40,8 @@ class HorizontalFederation:
     array([2])
     """
 
-    def __init__(self, arrays, ids, labels=None):
+    def __init__(self, arrays: Sequence[ArrayLike] | np.ndarray,
+                 ids: Sequence[ArrayLike] | np.ndarray, labels: ArrayLike | None = None) -> None:
         arrays = _check_list(arrays, "arrays")
         ids = _check_list(ids, "ids")
         if len(arrays) == 0:
@@ -70,7 +81,8 @@ class HorizontalFederation:
                              f"{all_ids.max()}]")
 
     @classmethod
-    def from_arrays(cls, arrays, labels=None):
+    def from_arrays(cls, arrays: Sequence[ArrayLike] | np.ndarray,
+                    labels: Sequence[ArrayLike] | None = None) -> Self:
         """Clients from a list of arrays; point ids are ``0..n-1`` in client order.
 
         ``labels`` (optional) is a list of per-client label arrays, stored by point id.
@@ -84,7 +96,8 @@ class HorizontalFederation:
         return cls(arrays, ids, labels=y)
 
     @classmethod
-    def from_labels(cls, X, client_labels, *, labels=None):
+    def from_labels(cls, X: ArrayLike, client_labels: ArrayLike, *,
+                    labels: ArrayLike | None = None) -> Self:
         """One client per distinct value of ``client_labels``; point ids are the row numbers of X.
 
         Client ``l`` holds the rows whose client label is the ``l``-th smallest distinct value
@@ -120,7 +133,7 @@ class HorizontalFederation:
         y = None if labels is None else _check_labels(labels, n)
         return cls([X[p] for p in parts], parts, labels=y)
 
-    def client(self, l):
+    def client(self, l: int) -> tuple[np.ndarray, np.ndarray]:
         """``(X_l, ids_l)``: client ``l``'s rows and their global point ids."""
         l = check_int(l, "client_id", min_value=0, max_value=self.n_clients - 1)
         return self._arrays[l], self._ids[l]
@@ -132,14 +145,14 @@ class HorizontalFederation:
         return self.n_clients
 
     @property
-    def client_sizes(self):
+    def client_sizes(self) -> np.ndarray:
         return np.array([X.shape[0] for X in self._arrays], dtype=np.int64)
 
-    def to_array(self):
+    def to_array(self) -> tuple[np.ndarray, np.ndarray]:
         """``(X, ids)``: all rows stacked in client order."""
         return np.concatenate(self._arrays), np.concatenate(self._ids)
 
-    def client_labels(self, l):
+    def client_labels(self, l: int) -> np.ndarray:
         """True labels of client ``l``'s rows (evaluation only)."""
         if self.labels is None:
             raise ValueError("This federation has no labels")
@@ -150,8 +163,11 @@ class HorizontalFederation:
                 f"n_features={self.n_features})")
 
 
-def partition(X, n_clients, scheme="iid", *, labels=None, clusters_per_client=None, alpha=None,
-              random_state=None):
+def partition(X: ArrayLike, n_clients: int,
+              scheme: Literal["iid", "noniid", "dirichlet"] = "iid", *,
+              labels: ArrayLike | None = None, clusters_per_client: int | None = None,
+              alpha: float | None = None, random_state: np.random.Generator | int | None = None,
+              ) -> HorizontalFederation:
     """Split the rows of ``X`` among clients; point ids are the row numbers of ``X``.
 
     Schemes

@@ -2,20 +2,27 @@
 
 A federated model keeps one :class:`CommLedger` in ``comm_``. Each message is recorded with its
 round, sender, receiver, number of elements (floats or field elements) and number of bits, so the
-papers' communication claims can be checked by summing the ledger.
+papers' communication claims can be checked by summing the ledger. The channels of
+:mod:`fedcore.federation.protocol` record the messages they carry, measured from the message
+objects themselves.
 """
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import Literal
 
 from .._validation import check_int
 
-__all__ = ["CommLedger", "Message", "SERVER"]
+__all__ = ["CommLedger", "LedgerEntry", "SERVER"]
 
 SERVER = "server"
 
 
 @dataclass(frozen=True)
-class Message:
-    """One message: ``sender`` and ``receiver`` are party ids (ints) or ``"server"``."""
+class LedgerEntry:
+    """One message as the ledger counts it: ``sender`` and ``receiver`` are party ids (ints) or
+    ``"server"``. (The messages themselves are :class:`fedcore.federation.protocol.Message`
+    objects.)"""
 
     round: int
     sender: object
@@ -25,13 +32,16 @@ class Message:
     n_bits: int
 
     @property
-    def direction(self):
+    def direction(self) -> Literal["up", "down", "peer"]:
         """"up" (party to server), "down" (server to party) or "peer"."""
         if self.receiver == SERVER and self.sender != SERVER:
             return "up"
         if self.sender == SERVER and self.receiver != SERVER:
             return "down"
         return "peer"
+
+
+Message = LedgerEntry  # the name before 0.2; files saved by fedcore.persistence may name it
 
 
 class CommLedger:
@@ -46,43 +56,43 @@ class CommLedger:
     {'messages': 1, 'elements': 40, 'bits': 2440}
     """
 
-    def __init__(self):
-        self.messages = []
+    def __init__(self) -> None:
+        self.messages: list[LedgerEntry] = []
 
-    def record(self, round, *, sender, receiver, kind, n_elements, bits_per_element=64,
-               n_bits=None):
+    def record(self, round: int, *, sender: int | str, receiver: int | str, kind: str,
+               n_elements: int, bits_per_element: int = 64, n_bits: int | None = None) -> None:
         """Record one message; ``n_bits`` defaults to ``n_elements * bits_per_element``."""
         round = check_int(round, "round", min_value=0)
         n_elements = check_int(n_elements, "n_elements", min_value=0)
         bits_per_element = check_int(bits_per_element, "bits_per_element", min_value=0)
         bits = n_elements * bits_per_element if n_bits is None else check_int(
             n_bits, "n_bits", min_value=0)
-        self.messages.append(Message(round, sender, receiver, str(kind), n_elements, bits))
+        self.messages.append(LedgerEntry(round, sender, receiver, str(kind), n_elements, bits))
 
-    def extend(self, other):
+    def extend(self, other: CommLedger) -> None:
         """Append every message of ``other`` (another ledger)."""
         if not isinstance(other, CommLedger):
             raise TypeError(f"Argument 'other' must be a CommLedger, got {type(other).__name__}")
         self.messages.extend(other.messages)
 
     @property
-    def n_rounds(self):
+    def n_rounds(self) -> int:
         """Number of distinct rounds in which anything was sent."""
         return len({m.round for m in self.messages})
 
     @property
-    def n_messages(self):
+    def n_messages(self) -> int:
         return len(self.messages)
 
     @property
-    def n_elements(self):
+    def n_elements(self) -> int:
         return sum(m.n_elements for m in self.messages)
 
     @property
-    def n_bits(self):
+    def n_bits(self) -> int:
         return sum(m.n_bits for m in self.messages)
 
-    def summary(self):
+    def summary(self) -> dict[str, int | dict[str, int]]:
         """Totals per direction ("up", "down", "peer") and overall, as plain dicts."""
         out = {"rounds": self.n_rounds}
         for direction in ("up", "down", "peer"):
@@ -91,7 +101,7 @@ class CommLedger:
                               "bits": sum(m.n_bits for m in ms)}
         return out
 
-    def by_party(self):
+    def by_party(self) -> dict[int | str, dict[str, int]]:
         """Totals per non-server party: {party: {"sent_bits", "received_bits", "messages"}}."""
         out = {}
         for m in self.messages:

@@ -1,7 +1,16 @@
 """Vertical federations: parties hold different feature blocks of the same rows."""
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_array, check_int
+
+if sys.version_info >= (3, 11):
+    from typing import Self
 
 __all__ = ["VerticalFederation"]
 
@@ -30,7 +39,8 @@ class VerticalFederation:
     (2, [2, 4], (2, 4))
     """
 
-    def __init__(self, blocks, y=None, groups=None):
+    def __init__(self, blocks: Sequence[ArrayLike] | np.ndarray, y: ArrayLike | None = None,
+                 groups: Sequence[ArrayLike | Sequence[ArrayLike] | None] | None = None) -> None:
         if isinstance(blocks, np.ndarray) and blocks.ndim >= 1:
             blocks = list(blocks)
         if not isinstance(blocks, (list, tuple)):
@@ -82,7 +92,10 @@ class VerticalFederation:
         return out
 
     @classmethod
-    def from_columns(cls, X, splits, y=None, groups=None):
+    def from_columns(cls, X: ArrayLike, splits: int | Sequence[int],
+                     y: ArrayLike | None = None,
+                     groups: Sequence[ArrayLike | Sequence[ArrayLike] | None] | None = None,
+                     ) -> Self:
         """Split the columns of ``X``: ``splits`` is a list of block widths or a party count."""
         X = check_array(X, "X", distance_range=True)
         d = X.shape[1]
@@ -98,23 +111,23 @@ class VerticalFederation:
         blocks = [X[:, edges[j]:edges[j + 1]] for j in range(len(widths))]
         return cls(blocks, y=y, groups=groups)
 
-    def party(self, j):
+    def party(self, j: int) -> np.ndarray:
         """Feature block of party ``j``, shape (n_samples, splits[j])."""
         j = check_int(j, "party", min_value=0, max_value=self.n_parties - 1)
         return self._blocks[j]
 
-    def groups(self, j):
+    def groups(self, j: int) -> list[np.ndarray]:
         """List of the sensitive attributes party ``j`` holds (possibly empty)."""
         j = check_int(j, "party", min_value=0, max_value=self.n_parties - 1)
         return self._groups[j]
 
-    def columns(self, j):
+    def columns(self, j: int) -> slice:
         """The slice of global feature indices held by party ``j``."""
         j = check_int(j, "party", min_value=0, max_value=self.n_parties - 1)
         start = int(sum(self.splits[:j]))
         return slice(start, start + self.splits[j])
 
-    def to_array(self):
+    def to_array(self) -> np.ndarray:
         """All blocks side by side, shape (n_samples, n_features)."""
         return np.hstack(self._blocks)
 

@@ -1,15 +1,17 @@
 """FeCA kernels ([FeCA]): per-cluster statistics of a client's solution, and the server's
 greedy grouping of client centroids into balls ([FeCA] Alg. 5)."""
+import warnings
+
 import numpy as np
 from numba import njit, prange
 
 from .._config import CHUNK_SIZE, NUMBA_CACHE
 
-__all__ = ["cluster_statistics", "greedy_ball_groups"]
+__all__ = ["feca_statistics", "greedy_ball_groups"]
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
-def cluster_statistics(X, labels, centers, counts, sums, costs, max_sq):
+def feca_statistics(X, labels, centers, counts, sums, costs, max_sq):
     """Per-cluster statistics of a client's Lloyd solution (inputs of [FeCA] Alg. 2, 3 and 4).
 
     IN ``X`` float32/float64 (n, d); ``labels`` int64 (n,) in [0, k); ``centers`` float64 (k, d).
@@ -88,3 +90,12 @@ def greedy_ball_groups(centers, radii, order, groups):
                 groups[t] = g
         g += 1
     return g
+
+
+def __getattr__(name):
+    # Named cluster_statistics before 0.2, like the unrelated kernel of fedcore.kernels.cd.
+    if name == "cluster_statistics":
+        warnings.warn("fedcore.kernels.feca.cluster_statistics is now feca_statistics",
+                      DeprecationWarning, stacklevel=2)
+        return feca_statistics
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,5 @@
 """Serial and parallel variants of one chunked kernel, compiled from one Python function."""
+import contextlib
 import functools
 import types
 
@@ -7,7 +8,7 @@ from numba import njit
 
 from .._config import CHUNK_SIZE, NUMBA_CACHE
 
-__all__ = ["chunked_kernel"]
+__all__ = ["chunked_kernel", "single_threaded_kernels"]
 
 
 def renamed(fn, suffix):
@@ -41,3 +42,20 @@ def chunked_kernel(fn):
     dispatch.parallel = parallel
     dispatch.py_func = fn
     return dispatch
+
+
+@contextlib.contextmanager
+def single_threaded_kernels():
+    """Run Numba kernels on one thread in the calling thread, restoring the count afterwards.
+
+    Clients hold few rows, so one kernel call is short and the cost of waking a parallel team
+    dominates; parallelism goes over clients instead
+    (:func:`fedcore.federation.protocol.run_clients`). Numba's thread count is thread-local, so
+    this never affects other threads.
+    """
+    previous = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)

@@ -1,5 +1,10 @@
 """Clustering metrics."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import (check_array, check_int, check_labels, check_sample_weight,
                            check_scalar, check_weighted_range, weight_names)
@@ -8,7 +13,7 @@ from ..kernels.kmeans.distances import assign_nearest
 __all__ = ["inertia", "federated_inertia", "loss_ratio"]
 
 
-def inertia(X, centers, sample_weight=None):
+def inertia(X: ArrayLike, centers: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
     """k-means objective ([MUFC] eq. (1)): weighted sum of squared distances to the nearest center.
 
     Examples
@@ -29,7 +34,8 @@ def inertia(X, centers, sample_weight=None):
     return float(weights @ distances)
 
 
-def federated_inertia(clients, server_centers):
+def federated_inertia(clients: Iterable[tuple[ArrayLike, ArrayLike, ArrayLike]],
+                      server_centers: ArrayLike) -> float:
     """Federated k-means objective ([MUFC] eq. (2)) with induced global clusters ([MUFC] Def. 3.1).
 
     Parameters
@@ -80,7 +86,9 @@ def _check_clients(clients, n_features):
     return out
 
 
-def loss_ratio(objective, X, n_clusters, *, candidate_centers=None, n_init=10, random_state=None):
+def loss_ratio(objective: float, X: ArrayLike, n_clusters: int, *,
+               candidate_centers: ArrayLike | None = None, n_init: int = 10,
+               random_state: np.random.Generator | int | None = None) -> float:
     """``objective / reference`` with ``reference`` the best k-means objective fedcore can find.
 
     The reference is the lowest inertia among ``n_init`` k-means++ + Lloyd runs on ``X`` (the

@@ -7,7 +7,10 @@
 ``nmi``
     Normalized mutual information with arithmetic averaging, ``2 I / (H(true) + H(pred))``.
 """
+from __future__ import annotations
+
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import linear_sum_assignment
 
 from .._validation import check_array, check_categories, check_weighted_range
@@ -15,7 +18,7 @@ from .._validation import check_array, check_categories, check_weighted_range
 __all__ = ["center_distance", "purity", "nmi"]
 
 
-def center_distance(centers, true_centers):
+def center_distance(centers: ArrayLike, true_centers: ArrayLike) -> float:
     """Frobenius l2 distance between recovered and true centers after Hungarian matching.
 
     The matching pairs each recovered center with a distinct true center so that the sum of
@@ -82,7 +85,7 @@ def _contingency(labels_true, labels_pred):
     return table
 
 
-def purity(labels_true, labels_pred):
+def purity(labels_true: ArrayLike, labels_pred: ArrayLike) -> float:
     """Purity: ``(1/n) * sum over predicted clusters of the count of its most frequent true label``.
 
     This is the size-weighted mean of the per-cluster purities (the usual definition, Manning et al.
@@ -108,7 +111,7 @@ def _entropy(counts):
     return float(-np.sum(p * (np.log(counts) - np.log(total))))
 
 
-def nmi(labels_true, labels_pred):
+def nmi(labels_true: ArrayLike, labels_pred: ArrayLike) -> float:
     """Normalized mutual information ``I(T; P) / ((H(T) + H(P)) / 2)`` (natural logarithms).
 
     Equal to scikit-learn's ``normalized_mutual_info_score(labels_true, labels_pred,

@@ -5,9 +5,13 @@ every category of every attribute is a group ``l`` with overall proportion ``eta
 bounds are those of [F3KM] Section 5.1: ``alpha_l = eta_l / (1 - delta)``,
 ``beta_l = eta_l (1 - delta)``.
 """
+from __future__ import annotations
+
 import numbers
+from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import (check_array, check_categories, check_int, check_labels,
                            check_scalar, check_weighted_range)
@@ -91,7 +95,8 @@ def _group_counts(labels, codes, k):
     return gc, counts
 
 
-def fairness_bounds(groups, delta=0.2):
+def fairness_bounds(groups: ArrayLike | Sequence[ArrayLike], delta: float = 0.2,
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-group proportions and the bounds of [F3KM] Section 5.1: returns ``(eta, alpha, beta)``,
     each of shape (L,), groups ordered by attribute then sorted category.
 
@@ -116,7 +121,7 @@ def fairness_bounds(groups, delta=0.2):
     return eta, eta / (1.0 - delta), eta * (1.0 - delta)
 
 
-def sse(X, labels):
+def sse(X: ArrayLike, labels: ArrayLike) -> float:
     """Sum of squared errors of a partition ([F3KM] eq. (1)): each row against the mean of its
     cluster.
 
@@ -142,7 +147,7 @@ def _sse(X, labels, name="labels"):
     return float(partition_sse(X, labels, sums))
 
 
-def relative_error(X, labels, reference_labels):
+def relative_error(X: ArrayLike, labels: ArrayLike, reference_labels: ArrayLike) -> float:
     """``SSE(labels) / SSE(reference_labels)`` ([F3KM] Section 5.1; the reference is Lloyd from
     the same initialization there). Infinite when the reference SSE is 0 and the other is not.
 
@@ -159,7 +164,8 @@ def relative_error(X, labels, reference_labels):
     return num / den
 
 
-def balance(labels, groups, n_clusters=None):
+def balance(labels: ArrayLike, groups: ArrayLike | Sequence[ArrayLike],
+            n_clusters: int | None = None) -> np.ndarray:
     """Balance of each cluster ([Fairlet]; [FairLP]; [F3KM] Section 5.1).
 
     ``balance(j) = min over groups l of min(eta_l / eta_l(j), eta_l(j) / eta_l)``, with
@@ -201,7 +207,9 @@ def balance(labels, groups, n_clusters=None):
     return out
 
 
-def additive_violation(labels, groups, *, delta=0.2, alpha=None, beta=None, n_clusters=None):
+def additive_violation(labels: ArrayLike, groups: ArrayLike | Sequence[ArrayLike], *,
+                       delta: float = 0.2, alpha: ArrayLike | None = None,
+                       beta: ArrayLike | None = None, n_clusters: int | None = None) -> float:
     """Largest additive violation of the fairness constraints ([F3KM] eq. (33); [FairLP]).
 
     ``max over clusters j and groups l of max(0, c_lj - alpha_l n_j, beta_l n_j - c_lj)`` where

@@ -1,9 +1,15 @@
 """SCMA client: masked power-sum syndromes of one sparse vector ([MUFC] Alg. 2 line 2)."""
+from __future__ import annotations
+
 from bisect import bisect_right
+from collections.abc import Iterable, Mapping
 
 import numpy as np
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from numpy.typing import ArrayLike
 
 from .._validation import check_int
+from ..federation import CommLedger
 from ..kernels.field.arithmetic import add_into, mul_into
 from ..kernels.field.reed_solomon import power_sums
 from . import _keys, _shamir, _streams
@@ -98,7 +104,10 @@ class SCMAClient:
     A simulated client (setup with keys) skips steps 1-2: the setup deals the keys and shares.
     """
 
-    def __init__(self, client_id, setup, pair_seeds=None, *, private_key=None, public_keys=None):
+    def __init__(self, client_id: int, setup: SCMASetup,
+                 pair_seeds: Mapping[int, int] | None = None, *,
+                 private_key: X25519PrivateKey | bytes | None = None,
+                 public_keys: Mapping[int, X25519PublicKey | bytes] | None = None) -> None:
         if not isinstance(setup, SCMASetup):
             raise TypeError(f"Argument 'setup' must be an SCMASetup, got {type(setup).__name__}")
         self.setup = setup
@@ -130,7 +139,7 @@ class SCMAClient:
 
     # ------------------------------------------------------------------ key material
     @property
-    def simulated(self):
+    def simulated(self) -> bool:
         """True when the setup simulates this client's keys (no own keys or seeds given)."""
         return self._pair_seeds is None and self._private is None
 
@@ -195,7 +204,7 @@ class SCMAClient:
             raise ValueError(f"{what}: a simulated client gets its round keys and shares from "
                              "the setup; only a client with its own private_key exchanges them")
 
-    def round_public_key(self, round):
+    def round_public_key(self, round: int) -> bytes:
         """The 32-byte public key of this client's fresh key pair for ``round`` (dropout
         tolerance; drawn from OS entropy on first call), to be relayed to the participants."""
         round = check_int(round, "round", min_value=0)
@@ -206,7 +215,8 @@ class SCMAClient:
             return self.setup.round_public_keys(round)[self.client_id]
         return self._round_state(round, create=True)["public"]
 
-    def key_shares(self, round, round_public_keys):
+    def key_shares(self, round: int,
+                   round_public_keys: Mapping[int, X25519PublicKey | bytes]) -> dict[int, bytes]:
         """Shamir shares (threshold ``setup.dropout_threshold``) of this client's round key, one
         per participant, each sealed for its holder: {holder id: bytes}.
 
@@ -240,7 +250,7 @@ class SCMAClient:
                                          self.setup.setup_id, round, self.client_id, h)
         return sealed
 
-    def receive_key_shares(self, round, sealed):
+    def receive_key_shares(self, round: int, sealed: Mapping[int, bytes]) -> None:
         """Open and keep the shares other participants sealed for this client: {sender: bytes}."""
         self._require_deployed_dropout("receive_key_shares")
         round = check_int(round, "round", min_value=0)
@@ -253,7 +263,7 @@ class SCMAClient:
                                                      self.setup.setup_id, round, sender,
                                                      self.client_id)
 
-    def reveal_key_shares(self, round, dropped):
+    def reveal_key_shares(self, round: int, dropped: Iterable[int]) -> dict[int, bytes]:
         """This client's shares of the round keys of the ``dropped`` clients: {client: 40 bytes},
         for the server to rebuild their masks ([SecAgg] unmasking round).
 
@@ -301,14 +311,14 @@ class SCMAClient:
         return _streams.zero_sum_masks(pairs, keys, round, s.message_length, s.prime, plus,
                                        minus, out)[0]
 
-    def mask(self, round, participants=None):
+    def mask(self, round: int, participants: Iterable[int] | None = None) -> np.ndarray:
         """This client's zero-sum mask for a round (int64 of length ``setup.message_length``)."""
         s = self.setup
         round = check_int(round, "round", min_value=0)
         participants = s.check_participants(participants, self.client_id)
         return self._make_mask(round, participants)
 
-    def precompute_mask(self, round, participants=None):
+    def precompute_mask(self, round: int, participants: Iterable[int] | None = None) -> None:
         """Generate the mask of a future round now (offline), so ``encode`` only computes
         syndromes. ``encode`` must then be called with the same participants."""
         round = check_int(round, "round", min_value=0)
@@ -322,7 +332,7 @@ class SCMAClient:
                 "message under the same mask would reveal the difference of the two vectors to "
                 "the server. Use a new round number.")
 
-    def syndromes(self, indices, counts):
+    def syndromes(self, indices: ArrayLike, counts: ArrayLike) -> np.ndarray:
         """Unmasked message (int64) of a validated-on-the-fly vector; see ``encode``."""
         s = self.setup
         bins, cnt = s.canonical_bins(indices, counts)
@@ -352,7 +362,9 @@ class SCMAClient:
                 power_sums(x, weights, 0, coord, p)
         return msg
 
-    def encode(self, indices, counts, *, round, participants=None, ledger=None):
+    def encode(self, indices: ArrayLike, counts: ArrayLike, *, round: int,
+               participants: Iterable[int] | None = None,
+               ledger: CommLedger | None = None) -> SCMAMessage:
         """Masked message of this client's vector for one round.
 
         Parameters

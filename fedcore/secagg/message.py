@@ -1,5 +1,15 @@
 """SCMA client messages: masked syndromes with their header (setup, round, sender, participants)."""
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
+
+if sys.version_info >= (3, 11):
+    from typing import Self
 
 __all__ = ["SCMAMessage"]
 
@@ -20,7 +30,8 @@ class SCMAMessage(np.ndarray):
     bind them (a message of another setup, round or sender decodes to an error, never to a sum).
     """
 
-    def __new__(cls, data, *, setup_id, round, client_id, participants):
+    def __new__(cls, data: ArrayLike, *, setup_id: int, round: int, client_id: int,
+                participants: Iterable[int]) -> Self:
         obj = np.asarray(data).view(cls)
         obj._header = {"setup_id": int(setup_id), "round": int(round),
                        "client_id": int(client_id),
@@ -47,7 +58,7 @@ class SCMAMessage(np.ndarray):
         self._header = header
 
     @property
-    def header(self):
+    def header(self) -> dict[str, Any] | None:
         """The header as a dict (``setup_id``, ``round``, ``client_id``: ints; ``participants``:
         a list), or None for an array that lost it; for transport beside the array."""
         if self._header is None:
@@ -55,23 +66,23 @@ class SCMAMessage(np.ndarray):
         return dict(self._header, participants=list(self._header["participants"]))
 
     @property
-    def setup_id(self):
+    def setup_id(self) -> int | None:
         return None if self._header is None else self._header["setup_id"]
 
     @property
-    def round_number(self):
+    def round_number(self) -> int | None:
         return None if self._header is None else self._header["round"]
 
     @property
-    def client_id(self):
+    def client_id(self) -> int | None:
         return None if self._header is None else self._header["client_id"]
 
     @property
-    def participants(self):
+    def participants(self) -> tuple[int, ...] | None:
         return None if self._header is None else self._header["participants"]
 
     @classmethod
-    def wrap(cls, array, header):
+    def wrap(cls, array: ArrayLike, header: Mapping[str, Any]) -> Self:
         """The message ``array`` (received bare) with its ``header`` (a dict as :attr:`header`)."""
         header = dict(header)
         missing = [k for k in _FIELDS if k not in header]

@@ -1,10 +1,15 @@
 """SCMA server: sum the masked messages and decode the aggregate exactly ([MUFC] Alg. 2 line 3)."""
-from collections.abc import Mapping
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
 
 import numpy as np
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 from numba.typed import List as TypedList
+from numpy.typing import ArrayLike
 
 from .._validation import check_int
+from ..federation import CommLedger
 from ..kernels.field.arithmetic import batch_inverse, mul_into, sub_into, sum_messages
 from ..kernels.field.reed_solomon import (berlekamp_massey, find_roots, forney_magnitudes,
                                           power_sums, solve_transposed_vandermonde)
@@ -83,7 +88,7 @@ class SCMAServer:
     ([0, 1, 2], [3, 4, 5])
     """
 
-    def __init__(self, setup):
+    def __init__(self, setup: SCMASetup) -> None:
         if not isinstance(setup, SCMASetup):
             raise TypeError(f"Argument 'setup' must be an SCMASetup, got {type(setup).__name__}")
         self.setup = setup
@@ -93,7 +98,7 @@ class SCMAServer:
         self._seen_from = np.zeros((0, 2), dtype=np.int64)
 
     @property
-    def aggregated_rounds(self):
+    def aggregated_rounds(self) -> frozenset[int]:
         """The rounds this server has aggregated (each is refused a second time)."""
         return frozenset(self._aggregated_rounds)
 
@@ -289,8 +294,12 @@ class SCMAServer:
                                   "drop). The remaining clients must encode a new round.")
         return out
 
-    def aggregate(self, messages, *, round, participants=None, dropped=None, unmask_shares=None,
-                  public_keys=None, ledger=None):
+    def aggregate(self, messages: Mapping[int, ArrayLike] | Iterable[ArrayLike], *, round: int,
+                  participants: Iterable[int] | None = None,
+                  dropped: Iterable[int] | None = None,
+                  unmask_shares: Mapping[int, Mapping[int, bytes]] | None = None,
+                  public_keys: Mapping[int, X25519PublicKey | bytes] | None = None,
+                  ledger: CommLedger | None = None) -> np.ndarray:
         """Sum of the senders' messages mod p with every mask removed (the syndromes of the sum
         of their vectors), int64. Arguments as in :meth:`decode`."""
         return self._aggregate(messages, round, participants, dropped, unmask_shares,
@@ -413,8 +422,12 @@ class SCMAServer:
                               bits_per_element=_shamir.SHARE_PRIME.bit_length())
 
     # ------------------------------------------------------------------ decoding
-    def decode(self, messages, *, round, participants=None, dropped=None, unmask_shares=None,
-               public_keys=None, ledger=None):
+    def decode(self, messages: Mapping[int, ArrayLike] | Iterable[ArrayLike], *, round: int,
+               participants: Iterable[int] | None = None,
+               dropped: Iterable[int] | None = None,
+               unmask_shares: Mapping[int, Mapping[int, bytes]] | None = None,
+               public_keys: Mapping[int, X25519PublicKey | bytes] | None = None,
+               ledger: CommLedger | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Decode the exact sum of the senders' vectors.
 
         Parameters
@@ -460,7 +473,8 @@ class SCMAServer:
                                            unmask_shares, public_keys, ledger)
         return self.decode_sum(total, round=round, n_senders=n_senders)
 
-    def decode_sum(self, total, *, round=0, n_senders=None):
+    def decode_sum(self, total: ArrayLike, *, round: int = 0,
+                   n_senders: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Decode an aggregate (the output of ``aggregate``); see ``decode``. Decoded counts must
         lie in [1, n_senders * max_count] (default n_senders: ``setup.n_clients``)."""
         s = self.setup
@@ -485,7 +499,8 @@ class SCMAServer:
         order = s.sort_order(bins, np.concatenate([x for _, _, x in parts]))
         return bins[order], counts[order]
 
-    def decode_change(self, total, previous_total, *, max_changes, round=0):
+    def decode_change(self, total: ArrayLike, previous_total: ArrayLike, *, max_changes: int,
+                      round: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Decode the change between two aggregates: the few bins whose count changed.
 
         The difference of two rounds' aggregates (``aggregate`` outputs; masks cancel in each) is

@@ -1,17 +1,27 @@
 """Public parameters of SCMA (field, index space, capacity, shards, hash keys, setup identifier)
 and, in an in-process simulation, every client's key material."""
+from __future__ import annotations
+
 import math
 import secrets
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import binom
 
 from .._validation import check_int, check_random_state, check_scalar
+from ..federation import CommLedger
 from ..kernels.field.arithmetic import MAX_PRIME, MERSENNE_61, is_prime
 from ..kernels.field.polynomial import poly_eval_rows
 
 from . import _prg, _streams
 from ._simulation import KeyDirectory, Simulation
+
+if sys.version_info >= (3, 11):
+    from typing import Self
 
 __all__ = ["SCMASetup", "MASK_GENERATORS"]
 
@@ -151,10 +161,13 @@ class SCMASetup:
         refuses messages of another setup.
     """
 
-    def __init__(self, n_clients, capacity, *, prime=MERSENNE_61, index_space=None, n_dims=None,
-                 bins=None, check_syndromes=2, max_count=None, n_shards=None,
-                 overflow_probability=1e-9, mask_generator="chacha20", dropout_threshold=None,
-                 random_state=None):
+    def __init__(self, n_clients: int, capacity: int, *, prime: int = MERSENNE_61,
+                 index_space: int | None = None, n_dims: int | None = None,
+                 bins: int | None = None, check_syndromes: int = 2, max_count: int | None = None,
+                 n_shards: int | None = None, overflow_probability: float = 1e-9,
+                 mask_generator: Literal["chacha20", "pcg64"] = "chacha20",
+                 dropout_threshold: int | None = None,
+                 random_state: np.random.Generator | int | None = None) -> None:
         self._args = {"n_clients": n_clients, "capacity": capacity, "prime": prime,
                       "index_space": index_space, "n_dims": n_dims, "bins": bins,
                       "check_syndromes": check_syndromes, "max_count": max_count,
@@ -222,7 +235,7 @@ class SCMASetup:
         self.dropout_threshold = dropout_threshold
 
     @property
-    def per_round_keys(self):
+    def per_round_keys(self) -> bool:
         """True when the pair keys are agreed afresh every round (dropout tolerance)."""
         return self.dropout_threshold is not None
 
@@ -284,7 +297,7 @@ class SCMASetup:
             self.setup_id = secrets.randbits(63)
         self._sim = Simulation(self.n_clients)
 
-    def rekeyed(self, random_state=None):
+    def rekeyed(self, random_state: np.random.Generator | int | None = None) -> SCMASetup:
         """A copy with fresh hash keys, shard key, nonce, setup identifier and client keys (e.g.
         after a hash collision or shard overflow). Clients and server must be rebuilt from it."""
         new = object.__new__(SCMASetup)
@@ -293,7 +306,7 @@ class SCMASetup:
         new._rekey(random_state)
         return new
 
-    def public(self):
+    def public(self) -> SCMASetup:
         """A copy without any client key: what the server holds in a deployment. It shares this
         setup's directory of per-round public keys (which the server relays anyway)."""
         new = object.__new__(SCMASetup)
@@ -309,15 +322,15 @@ class SCMASetup:
         self.__dict__.update(state)
 
     @property
-    def is_public(self):
+    def is_public(self) -> bool:
         """True when this setup holds no client keys (``public()``, ``from_public_config``)."""
         return self._sim is None
 
-    def public_config(self):
+    def public_config(self) -> dict[str, int | float | str | None]:
         """The public parameters as a flat dict of ints, floats, strings and None (for transport,
         e.g. in a Flower ``ConfigRecord``): constructor arguments, hash and shard keys, nonce,
         setup identifier. No keys or seeds."""
-        out = {}
+        out: dict[str, int | float | str | None] = {}
         for k, v in self._args.items():
             if v is None or k == "mask_generator":
                 out[k] = v
@@ -329,7 +342,7 @@ class SCMASetup:
         return out
 
     @classmethod
-    def from_public_config(cls, config):
+    def from_public_config(cls, config: Mapping[str, Any]) -> Self:
         """The public setup that :meth:`public_config` describes (equal to ``setup.public()``)."""
         config = dict(config)
         keys = {k: config.pop(k) for k in ("nonce", "hash_key_a", "hash_key_b", "shard_key")}
@@ -353,7 +366,7 @@ class SCMASetup:
                              "keys, or their own keys (SCMAClient(..., private_key=..., "
                              "public_keys=...) or pair_seeds=...)")
 
-    def pair_seed(self, a, b):
+    def pair_seed(self, a: int, b: int) -> int:
         """Secret shared by clients a and b, as an int (simulates their key agreement).
 
         ``"chacha20"``: the X25519 shared secret of their key pairs (a 256-bit int; the mask key
@@ -394,7 +407,8 @@ class SCMASetup:
         return _streams.zero_sum_masks([plan.pairs[k] for k in selection], keys, round, m, p,
                                        plus, minus, out, contexts)
 
-    def round_masks(self, round, participants=None):
+    def round_masks(self, round: int,
+                    participants: Iterable[int] | None = None) -> dict[int, np.ndarray]:
         """Every participant's zero-sum mask of a round (simulation): {client: int64 array}.
 
         Each pair's stream is generated once and added to one member's mask and subtracted from
@@ -408,7 +422,8 @@ class SCMASetup:
         self._expand(round, plan, np.arange(len(plan.pairs)), plan.plus, plan.minus, out)
         return {c: out[i] for i, c in enumerate(participants)}
 
-    def client_mask(self, client_id, round, participants=None):
+    def client_mask(self, client_id: int, round: int,
+                    participants: Iterable[int] | None = None) -> np.ndarray:
         """One client's mask of a round from its own L - 1 streams, as a deployed client makes
         it (simulation keys)."""
         self._require_keys()
@@ -446,7 +461,7 @@ class SCMASetup:
             sim.pending = None
         return pending.masks[row]
 
-    def round_public_keys(self, round):
+    def round_public_keys(self, round: int) -> dict[int, bytes] | None:
         """{client: 32-byte X25519 public key} of a round's key pairs (per-round keys only):
         public information the server relays; None if the round's keys were not made here."""
         if not self.per_round_keys:
@@ -469,13 +484,14 @@ class SCMASetup:
                 f"{extra})")
 
     # ------------------------------------------------------------------ ledger
-    def record_message(self, ledger, round, client_id):
+    def record_message(self, ledger: CommLedger, round: int, client_id: int) -> None:
         """Record one client message (elements and bits) in a ``CommLedger``."""
         ledger.record(round, sender=int(client_id), receiver="server", kind="scma_syndromes",
                       n_elements=self.message_length, bits_per_element=self.bits_per_element)
 
     # ------------------------------------------------------------------ validation
-    def check_participants(self, participants, client_id=None):
+    def check_participants(self, participants: Iterable[int] | None,
+                           client_id: int | None = None) -> tuple[int, ...]:
         """Sorted tuple of distinct participant ids (all clients when None)."""
         if participants is None:
             return tuple(range(self.n_clients))
@@ -505,7 +521,7 @@ class SCMASetup:
                              f"{client_id}, got {list(out)}")
         return out
 
-    def canonical_bins(self, bins, counts):
+    def canonical_bins(self, bins: ArrayLike, counts: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """Validate a client vector; return (bins, counts) with repeats merged and zeros dropped.
 
         ``bins`` is an int64 array of shape (K,) (index space) or (K, n_dims) (coordinates).
@@ -567,7 +583,7 @@ class SCMASetup:
         return arr, cnt
 
     # ------------------------------------------------------------------ bins <-> points
-    def pack(self, bins):
+    def pack(self, bins: np.ndarray) -> np.ndarray:
         """Coordinate chunks u of shape (K, n_chunks), int64 in [0, p) (hashed spaces only)."""
         k = bins.shape[0]
         if not self.coordinates:
@@ -582,7 +598,7 @@ class SCMASetup:
         weights = np.array([self.bins ** t for t in range(g)], dtype=np.int64)
         return padded.reshape(k, n, g) @ weights
 
-    def unpack(self, chunks):
+    def unpack(self, chunks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Inverse of ``pack``; returns (bins, ok) where ok flags rows whose chunks are in range."""
         m = chunks.shape[0]
         if not self.coordinates:
@@ -605,7 +621,7 @@ class SCMASetup:
         ok = (rest == 0).all(axis=1) & (coords[:, d:] == 0).all(axis=1)
         return coords[:, :d], ok
 
-    def points_of(self, bins):
+    def points_of(self, bins: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Evaluation points X (int64 in [1, p)) and chunks (or None) of validated bins."""
         if not self.hashed:
             if self.coordinates:
@@ -618,7 +634,7 @@ class SCMASetup:
         chunks = self.pack(bins)
         return self.hash_chunks(chunks), chunks
 
-    def hash_chunks(self, chunks):
+    def hash_chunks(self, chunks: np.ndarray) -> np.ndarray:
         """X = 1 + (h mod (p - 1)) with h = b + sum_k u_k a**(k+1) mod p (universal hash)."""
         a, b = self.hash_key
         rows = np.empty((chunks.shape[0], self.n_chunks + 1), dtype=np.int64)
@@ -628,7 +644,7 @@ class SCMASetup:
         poly_eval_rows(rows, a, h, self.prime)
         return 1 + h % (self.prime - 1)
 
-    def bins_of_points(self, points):
+    def bins_of_points(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Bins of decoded points in direct (non-hashed) mode, and a validity mask."""
         flat = points - 1
         ok = (flat >= 0) & (flat < self.space_size)
@@ -641,7 +657,7 @@ class SCMASetup:
             flat = flat // self.bins
         return coords, ok
 
-    def sort_order(self, bins, points):
+    def sort_order(self, bins: np.ndarray, points: np.ndarray) -> np.ndarray:
         """Permutation sorting decoded bins (lexicographically for coordinates)."""
         if not self.coordinates:
             return np.argsort(bins, kind="stable")
@@ -662,7 +678,7 @@ class SCMASetup:
                 return np.lexsort(keys.T[::-1]) if width >= n else order
             width *= 2
 
-    def shard_of(self, points):
+    def shard_of(self, points: np.ndarray) -> np.ndarray:
         """Shard of each evaluation point: SplitMix64(X xor shard_key) mod n_shards."""
         if self.n_shards == 1:
             return np.zeros(points.shape[0], dtype=np.int64)

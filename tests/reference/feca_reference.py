@@ -19,7 +19,7 @@ import numpy as np
 
 __all__ = [
     "sq_dist",
-    "cluster_statistics_reference",
+    "feca_statistics_reference",
     "client_update_reference",
     "radius_empirical_reference",
     "radius_theoretical_reference",
@@ -56,7 +56,7 @@ def _clusters(X, labels, k):
     return members
 
 
-def cluster_statistics_reference(X, labels, centers):
+def feca_statistics_reference(X, labels, centers):
     """(counts, sums, costs, max_sq) per cluster, each a list, from the point lists."""
     k, d = np.asarray(centers).shape
     C = np.asarray(centers, dtype=np.float64).tolist()

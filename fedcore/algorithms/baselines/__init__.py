@@ -1,11 +1,14 @@
 """The baselines [MUFC] and [FeCA] compare with: k-FED ([KFED]), DC-k-means ([DCKM]), Match
 Averaging ([MAvg]) and FFCM ([FFCM])."""
 from .dckmeans import DCKMeans
-from .ffcm import FFCM, FFCMResult, fcm_statistics, ffcm, fuzzy_c_means
-from .kfed import KFed, KFedResult, farthest_point_init, kfed
-from .match_averaging import (MatchAveraging, MatchAveragingResult, match_average_centers,
-                              match_averaging)
+from .ffcm import (FFCM, FFCMClient, FFCMGlobalCenters, FFCMInitialCenters, FFCMLocalCenters,
+                   FFCMResult, FFCMServer, FFCMSetup, fcm_statistics, ffcm, fuzzy_c_means)
+from .kfed import KFed, KFedResult, KFedServer, farthest_point_init, kfed
+from .match_averaging import (MatchAveraging, MatchAveragingResult, MatchAveragingServer,
+                              match_average_centers, match_averaging)
 
 __all__ = ["DCKMeans", "FFCM", "FFCMResult", "KFed", "KFedResult", "MatchAveraging",
            "MatchAveragingResult", "farthest_point_init", "fcm_statistics", "ffcm",
-           "fuzzy_c_means", "kfed", "match_average_centers", "match_averaging"]
+           "fuzzy_c_means", "kfed", "match_average_centers", "match_averaging", "KFedServer",
+           "MatchAveragingServer", "FFCMServer", "FFCMClient", "FFCMSetup", "FFCMInitialCenters",
+           "FFCMGlobalCenters", "FFCMLocalCenters"]

@@ -6,6 +6,7 @@ its data and returns its local centers with their fuzzy weights ``sum_i u_ij^m``
 combines them by weighted averaging (``version=1``) or by weighted k-means on all local centers
 (``version=2``).
 """
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -13,13 +14,17 @@ from numba import njit, prange
 
 from ..._config import CHUNK_SIZE, NUMBA_CACHE
 from ..._validation import check_int, check_random_state, check_scalar
-from ...federation.ledger import SERVER, CommLedger
-from ..base import BaseEstimator
-from ..clients import (client_seeds, check_federation, client_kmeans, predict_nearest,
-                       run_clients, single_threaded_kernels)
+from ...federation.ledger import CommLedger
+from ...federation.protocol import InProcessChannel, Message, expect
+from ...kernels.parallel import single_threaded_kernels
+from ..base import FederatedEstimator
+from ..clients import (HorizontalClient, check_federation, client_kmeans, client_seeds,
+                       predict_nearest)
 from ..kmeans import KMeans, kmeans_plusplus
 
-__all__ = ["FFCM", "FFCMResult", "ffcm", "fcm_statistics", "fuzzy_c_means"]
+__all__ = ["FFCM", "FFCMResult", "ffcm", "fcm_statistics", "fuzzy_c_means", "FFCMClient",
+           "FFCMServer", "FFCMSetup", "FFCMInitialCenters", "FFCMGlobalCenters",
+           "FFCMLocalCenters"]
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
@@ -126,74 +131,145 @@ class FFCMResult(NamedTuple):
     comm: CommLedger
 
 
+@dataclass(frozen=True, eq=False)
+class FFCMSetup(Message):
+    """Server to client, before round 0: the client's seed and fuzzy c-means settings (setup, not
+    counted)."""
+
+    counted = False
+    seed: int
+    n_clusters: int
+    fuzziness: float
+    max_iter: int
+    tol: float
+
+
+@dataclass(frozen=True, eq=False)
+class FFCMInitialCenters(Message):
+    """Client to server, round 0: the centroids of one k-means run on the client's data."""
+
+    kind = "initial centroids"
+    centers: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class FFCMGlobalCenters(Message):
+    """Server to client, every round: the global centers."""
+
+    kind = "global centers"
+    centers: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class FFCMLocalCenters(Message):
+    """Client to server, every round: fuzzy c-means centers from the global ones, and their
+    fuzzy weights ``sum_i u_ij^m``."""
+
+    kind = "local centers+weights"
+    centers: np.ndarray
+    weights: np.ndarray
+
+
+class FFCMClient(HorizontalClient):
+    """FFCM's client role: answers :class:`FFCMSetup` with :class:`FFCMInitialCenters` and each
+    :class:`FFCMGlobalCenters` with :class:`FFCMLocalCenters` (:func:`fuzzy_c_means` from the
+    global centers; see :class:`~fedcore.algorithms.clients.HorizontalClient`)."""
+
+    setup = None  # the FFCMSetup received, kept for the rounds
+
+    def handle(self, message):
+        role = f"FFCM client {self.client_id}"
+        if self.setup is None:
+            self.setup = m = expect(message, FFCMSetup, role)
+            centers, _ = client_kmeans(self.X, min(m.n_clusters, self.X.shape[0]),
+                                       random_state=np.random.default_rng(m.seed))
+            return FFCMInitialCenters(centers)
+        m, s = expect(message, FFCMGlobalCenters, role), self.setup
+        centers, weights = fuzzy_c_means(self.X, m.centers, fuzziness=s.fuzziness,
+                                         max_iter=s.max_iter, tol=s.tol)[:2]
+        return FFCMLocalCenters(centers, weights)
+
+
+class FFCMServer:
+    """FFCM's server role: round 0 seeds the global centers by k-means++ over the clients'
+    initial centroids (it never sees a data point); each of ``n_rounds`` rounds broadcasts them
+    and combines the local centers (``version`` 1: weighted averaging, 2: weighted k-means).
+
+    Takes the parameters of :class:`FFCM` (but ``n_jobs``) and checks them.
+    """
+
+    def __init__(self, n_clusters, *, version=1, n_rounds=10, fuzziness=2.0, max_iter=100,
+                 tol=1e-4, random_state=None):
+        self.n_clusters = check_int(n_clusters, "n_clusters", min_value=1)
+        if version not in (1, 2) or isinstance(version, bool):
+            raise ValueError(f"Argument 'version' must be 1 or 2, got {version!r}")
+        self.version = version
+        self.n_rounds = check_int(n_rounds, "n_rounds", min_value=1)
+        self.fuzziness = check_scalar(fuzziness, "fuzziness", min_value=1.0, include_min=False)
+        self.max_iter = check_int(max_iter, "max_iter", min_value=1)
+        self.tol = check_scalar(tol, "tol", min_value=0.0)
+        self.random_state = random_state
+
+    def run(self, channel):
+        """Run FFCM over ``channel``; returns an :class:`FFCMResult`."""
+        k, tol = self.n_clusters, self.tol
+        rng = check_random_state(self.random_state)
+        seeds = client_seeds(rng, channel.n_clients)
+        replies = channel.exchange({l: FFCMSetup(seed=seed, n_clusters=k,
+                                                 fuzziness=self.fuzziness,
+                                                 max_iter=self.max_iter, tol=tol)
+                                    for l, seed in enumerate(seeds)}, round=0)
+        starts = [expect(replies[l], FFCMInitialCenters, "FFCM server").centers
+                  for l in range(channel.n_clients)]
+        with single_threaded_kernels():
+            centers, _ = kmeans_plusplus(np.concatenate(starts), k, random_state=rng)
+        centers = np.asarray(centers, dtype=np.float64)
+        d = centers.shape[1]
+        history = []
+        for t in range(1, self.n_rounds + 1):
+            # Drawn here, one per round, so the first rounds do not depend on n_rounds.
+            server_seed = int(rng.integers(0, np.iinfo(np.int64).max))
+            replies = channel.broadcast(FFCMGlobalCenters(centers), round=t)
+            local = [expect(replies[l], FFCMLocalCenters, "FFCM server")
+                     for l in range(channel.n_clients)]
+            V = np.stack([m.centers for m in local])   # (M, k, d)
+            W = np.stack([m.weights for m in local])   # (M, k)
+            if self.version == 1:
+                total = W.sum(axis=0)
+                hit = total > 0
+                centers = centers.copy()
+                centers[hit] = (W[:, hit, None] * V[:, hit, :]).sum(axis=0) / total[hit, None]
+            else:
+                points = V.reshape(-1, d)
+                weights = W.reshape(-1)
+                if np.count_nonzero(weights) < k:
+                    weights = np.ones_like(weights)  # too few supported centers to weight by
+                km = KMeans(k, n_init=1, max_iter=300, tol=tol,
+                            random_state=np.random.default_rng(server_seed))
+                with single_threaded_kernels():
+                    km.fit(points, sample_weight=weights)
+                centers = np.asarray(km.cluster_centers_, dtype=np.float64)
+            history.append(centers.copy())
+        return FFCMResult(centers, history, channel.ledger)
+
+
 def ffcm(federation, n_clusters, *, version=1, n_rounds=10, fuzziness=2.0, max_iter=100, tol=1e-4,
          n_jobs=None, random_state=None):
-    """Run FFCM on a horizontal federation; see :class:`FFCM`. Returns an :class:`FFCMResult`."""
-    k = check_int(n_clusters, "n_clusters", min_value=1)
-    if version not in (1, 2) or isinstance(version, bool):
-        raise ValueError(f"Argument 'version' must be 1 or 2, got {version!r}")
-    n_rounds = check_int(n_rounds, "n_rounds", min_value=1)
-    m = check_scalar(fuzziness, "fuzziness", min_value=1.0, include_min=False)
-    max_iter = check_int(max_iter, "max_iter", min_value=1)
-    tol = check_scalar(tol, "tol", min_value=0.0)
+    """Run FFCM on a horizontal federation; see :class:`FFCM`. Returns an :class:`FFCMResult`.
+
+    The roles :class:`FFCMClient` (one per client) and :class:`FFCMServer` run in this process.
+    """
+    server = FFCMServer(n_clusters, version=version, n_rounds=n_rounds, fuzziness=fuzziness,
+                        max_iter=max_iter, tol=tol, random_state=random_state)
     fed = check_federation(federation, 1)
-    rng = check_random_state(random_state)
-    d = fed.n_features
-    if fed.n_samples < k:
-        raise ValueError(f"Argument 'n_clusters'={k} exceeds the {fed.n_samples} points of the "
-                         "federation")
-    comm = CommLedger()
-    # Round 0 (initialization): each client sends the centroids of one k-means run on its data;
-    # the server seeds the global centers by k-means++ over them (it never sees a data point).
-    seeds = client_seeds(rng, fed.n_clients)
-
-    def initial(l):
-        X, _ = fed.client(l)
-        return client_kmeans(X, min(k, X.shape[0]), random_state=np.random.default_rng(seeds[l]))[0]
-
-    starts = run_clients(initial, fed.n_clients, n_jobs)
-    for l, C in enumerate(starts):
-        comm.record(0, sender=l, receiver=SERVER, kind="initial centroids", n_elements=C.size)
-    with single_threaded_kernels():
-        centers, _ = kmeans_plusplus(np.concatenate(starts), k, random_state=rng)
-    centers = np.asarray(centers, dtype=np.float64)
-    history = []
-    for t in range(1, n_rounds + 1):
-        # Drawn here, one per round, so the first rounds do not depend on n_rounds.
-        server_seed = int(rng.integers(0, np.iinfo(np.int64).max))
-        for l in range(fed.n_clients):
-            comm.record(t, sender=SERVER, receiver=l, kind="global centers", n_elements=k * d)
-
-        def client(l, start=centers):
-            X, _ = fed.client(l)
-            return fuzzy_c_means(X, start, fuzziness=m, max_iter=max_iter, tol=tol)[:2]
-
-        local = run_clients(client, fed.n_clients, n_jobs)
-        for l in range(fed.n_clients):
-            comm.record(t, sender=l, receiver=SERVER, kind="local centers+weights",
-                        n_elements=k * (d + 1))
-        V = np.stack([C for C, _ in local])   # (M, k, d)
-        W = np.stack([w for _, w in local])   # (M, k)
-        if version == 1:
-            total = W.sum(axis=0)
-            hit = total > 0
-            centers = centers.copy()
-            centers[hit] = (W[:, hit, None] * V[:, hit, :]).sum(axis=0) / total[hit, None]
-        else:
-            points = V.reshape(-1, d)
-            weights = W.reshape(-1)
-            if np.count_nonzero(weights) < k:
-                weights = np.ones_like(weights)  # too few supported centers to weight by support
-            km = KMeans(k, n_init=1, max_iter=300, tol=tol,
-                        random_state=np.random.default_rng(server_seed))
-            with single_threaded_kernels():
-                km.fit(points, sample_weight=weights)
-            centers = np.asarray(km.cluster_centers_, dtype=np.float64)
-        history.append(centers.copy())
-    return FFCMResult(centers, history, comm)
+    if fed.n_samples < server.n_clusters:
+        raise ValueError(f"Argument 'n_clusters'={server.n_clusters} exceeds the "
+                         f"{fed.n_samples} points of the federation")
+    clients = [FFCMClient(fed.client(l)[0], l) for l in range(fed.n_clients)]
+    return server.run(InProcessChannel(clients, n_jobs=n_jobs))
 
 
-class FFCM(BaseEstimator):
+class FFCM(FederatedEstimator):
     """Federated fuzzy c-means ([FFCM]), ``version=1`` or ``version=2``.
 
     Round 0 (initialization, where [FFCM] leaves the choice open): each client sends the
@@ -241,6 +317,9 @@ class FFCM(BaseEstimator):
     >>> m.comm_.n_rounds, len(m.history_)
     (4, 3)
     """
+
+    server_class = FFCMServer
+    client_class = FFCMClient
 
     def __init__(self, n_clusters, *, version=1, n_rounds=10, fuzziness=2.0, max_iter=100,
                  tol=1e-4, n_jobs=None, random_state=None):

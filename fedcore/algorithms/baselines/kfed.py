@@ -11,13 +11,14 @@ import numpy as np
 
 from ..._validation import check_int, check_random_state, check_scalar
 from ...federation.ledger import CommLedger
-from ..base import BaseEstimator
-from ..clients import (client_seeds, check_federation, predict_nearest, send_local_centers,
-                       single_threaded_kernels)
+from ...federation.protocol import InProcessChannel
+from ...kernels.parallel import single_threaded_kernels
+from ..base import FederatedEstimator
+from ..clients import LocalKMeansClient, check_federation, gather_local_centers, predict_nearest
 from ..kmeans.lloyd import KMeans
 from ..kmeans.seeding import check_n_local_trials
 
-__all__ = ["KFed", "KFedResult", "kfed", "farthest_point_init"]
+__all__ = ["KFed", "KFedResult", "KFedServer", "kfed", "farthest_point_init"]
 
 
 def farthest_point_init(points, start, n_centers):
@@ -56,36 +57,64 @@ class KFedResult(NamedTuple):
     comm: CommLedger
 
 
+class KFedServer:
+    """k-FED's server role (the clients are
+    :class:`~fedcore.algorithms.clients.LocalKMeansClient`): one round of local centers up, then
+    farthest-point initialization and Lloyd's algorithm on the received centers.
+
+    Takes the parameters of :class:`KFed` (but ``n_jobs``) and checks them.
+    """
+
+    def __init__(self, n_clusters, *, client_clusters=None, n_init=1, max_iter=300, tol=1e-4,
+                 n_local_trials="auto", random_state=None):
+        self.n_clusters = check_int(n_clusters, "n_clusters", min_value=1)
+        k = self.n_clusters
+        self.client_clusters = max(1, int(np.ceil(np.sqrt(k)))) if client_clusters is None \
+            else check_int(client_clusters, "client_clusters", min_value=1)
+        self.kmeans_params = {
+            "n_init": check_int(n_init, "n_init", min_value=1),
+            "max_iter": check_int(max_iter, "max_iter", min_value=1),
+            "tol": check_scalar(tol, "tol", min_value=0.0),
+            "n_local_trials": check_n_local_trials(n_local_trials, self.client_clusters)}
+        self.random_state = random_state
+
+    def run(self, channel):
+        """Run k-FED over ``channel``; returns a :class:`KFedResult`."""
+        k, k_client = self.n_clusters, self.client_clusters
+        rng = check_random_state(self.random_state)
+        sent = gather_local_centers(channel, rng, k_client, **self.kmeans_params)
+        points = np.concatenate(sent)
+        if points.shape[0] < k:
+            raise ValueError(f"Argument 'n_clusters'={k} exceeds the {points.shape[0]} centers "
+                             f"the clients send ({channel.n_clients} clients x "
+                             f"client_clusters={k_client})")
+        start_client = int(rng.integers(channel.n_clients))
+        offset = sum(c.shape[0] for c in sent[:start_client])
+        start = np.arange(offset, offset + sent[start_client].shape[0])
+        init = points[farthest_point_init(points, start, k)]
+        with single_threaded_kernels():
+            server = KMeans(k, init=init, max_iter=self.kmeans_params["max_iter"],
+                            tol=self.kmeans_params["tol"]).fit(points)
+        return KFedResult(np.asarray(server.cluster_centers_, dtype=np.float64), sent,
+                          start_client, channel.ledger)
+
+
 def kfed(federation, n_clusters, *, client_clusters=None, n_init=1, max_iter=300, tol=1e-4,
          n_local_trials="auto", n_jobs=None, random_state=None):
-    """Run k-FED on a horizontal federation; see :class:`KFed`. Returns a :class:`KFedResult`."""
-    k = check_int(n_clusters, "n_clusters", min_value=1)
-    k_client = max(1, int(np.ceil(np.sqrt(k)))) if client_clusters is None else \
-        check_int(client_clusters, "client_clusters", min_value=1)
-    n_init = check_int(n_init, "n_init", min_value=1)
-    max_iter = check_int(max_iter, "max_iter", min_value=1)
-    tol = check_scalar(tol, "tol", min_value=0.0)
-    n_local_trials = check_n_local_trials(n_local_trials, k_client)
-    fed = check_federation(federation, k_client)
-    rng = check_random_state(random_state)
-    seeds = client_seeds(rng, fed.n_clients)
-    sent, comm = send_local_centers(fed, k_client, seeds, n_jobs, n_init=n_init,
-                                    max_iter=max_iter, tol=tol, n_local_trials=n_local_trials)
-    points = np.concatenate(sent)
-    if points.shape[0] < k:
-        raise ValueError(f"Argument 'n_clusters'={k} exceeds the {points.shape[0]} centers the "
-                         f"clients send ({fed.n_clients} clients x client_clusters={k_client})")
-    start_client = int(rng.integers(fed.n_clients))
-    offset = sum(c.shape[0] for c in sent[:start_client])
-    start = np.arange(offset, offset + sent[start_client].shape[0])
-    init = points[farthest_point_init(points, start, k)]
-    with single_threaded_kernels():
-        server = KMeans(k, init=init, max_iter=max_iter, tol=tol).fit(points)
-    return KFedResult(np.asarray(server.cluster_centers_, dtype=np.float64), sent, start_client,
-                      comm)
+    """Run k-FED on a horizontal federation; see :class:`KFed`. Returns a :class:`KFedResult`.
+
+    The client roles (:class:`~fedcore.algorithms.clients.LocalKMeansClient`) and
+    :class:`KFedServer` run in this process.
+    """
+    server = KFedServer(n_clusters, client_clusters=client_clusters, n_init=n_init,
+                        max_iter=max_iter, tol=tol, n_local_trials=n_local_trials,
+                        random_state=random_state)
+    fed = check_federation(federation, server.client_clusters)
+    clients = [LocalKMeansClient(fed.client(l)[0], l) for l in range(fed.n_clients)]
+    return server.run(InProcessChannel(clients, n_jobs=n_jobs))
 
 
-class KFed(BaseEstimator):
+class KFed(FederatedEstimator):
     """k-FED ([KFED]): one-shot federated k-means for heterogeneous clients.
 
     Each client runs k-means with ``client_clusters`` centers and sends them (one round). The
@@ -129,6 +158,9 @@ class KFed(BaseEstimator):
     >>> KFed(4, client_clusters=2, random_state=0).fit(fed).cluster_centers_.shape
     (4, 2)
     """
+
+    server_class = KFedServer
+    client_class = LocalKMeansClient
 
     def __init__(self, n_clusters, *, client_clusters=None, n_init=1, max_iter=300, tol=1e-4,
                  n_local_trials="auto", n_jobs=None, random_state=None):

@@ -11,11 +11,13 @@ from scipy.optimize import linear_sum_assignment
 
 from ..._validation import check_int, check_random_state, check_scalar
 from ...federation.ledger import CommLedger
-from ..base import BaseEstimator
-from ..clients import client_seeds, check_federation, predict_nearest, send_local_centers
+from ...federation.protocol import InProcessChannel
+from ..base import FederatedEstimator
+from ..clients import LocalKMeansClient, check_federation, gather_local_centers, predict_nearest
 from ..kmeans.seeding import check_n_local_trials
 
-__all__ = ["MatchAveraging", "MatchAveragingResult", "match_averaging", "match_average_centers"]
+__all__ = ["MatchAveraging", "MatchAveragingResult", "MatchAveragingServer", "match_averaging",
+           "match_average_centers"]
 
 
 def match_average_centers(client_centers, template, max_iter=100):
@@ -70,34 +72,56 @@ class MatchAveragingResult(NamedTuple):
     comm: CommLedger
 
 
+class MatchAveragingServer:
+    """M-Avg's server role (the clients are
+    :class:`~fedcore.algorithms.clients.LocalKMeansClient`): one round of local centroids up,
+    then matching and averaging at the server (:func:`match_average_centers`).
+
+    Takes the parameters of :class:`MatchAveraging` (but ``n_jobs``) and checks them.
+    """
+
+    def __init__(self, n_clusters, *, client_clusters=None, max_iter=100, n_init=1,
+                 client_max_iter=300, tol=1e-4, n_local_trials="auto", random_state=None):
+        self.n_clusters = k = check_int(n_clusters, "n_clusters", min_value=1)
+        self.client_clusters = k if client_clusters is None else check_int(
+            client_clusters, "client_clusters", min_value=1)
+        self.max_iter = check_int(max_iter, "max_iter", min_value=1)
+        self.kmeans_params = {
+            "n_init": check_int(n_init, "n_init", min_value=1),
+            "max_iter": check_int(client_max_iter, "client_max_iter", min_value=1),
+            "tol": check_scalar(tol, "tol", min_value=0.0),
+            "n_local_trials": check_n_local_trials(n_local_trials, self.client_clusters)}
+        if self.client_clusters < k:
+            raise ValueError(f"Argument 'client_clusters'={self.client_clusters} must be >= "
+                             f"n_clusters={k}: the template is one client's centroid set")
+        self.random_state = random_state
+
+    def run(self, channel):
+        """Run M-Avg over ``channel``; returns a :class:`MatchAveragingResult`."""
+        rng = check_random_state(self.random_state)
+        sent = gather_local_centers(channel, rng, self.client_clusters, **self.kmeans_params)
+        template_client = int(rng.integers(channel.n_clients))
+        template = sent[template_client][:self.n_clusters]
+        centers, matches, n_iter = match_average_centers(sent, template, self.max_iter)
+        return MatchAveragingResult(centers, sent, matches, template_client, n_iter,
+                                    channel.ledger)
+
+
 def match_averaging(federation, n_clusters, *, client_clusters=None, max_iter=100, n_init=1,
                     client_max_iter=300, tol=1e-4, n_local_trials="auto", n_jobs=None,
                     random_state=None):
-    """Run M-Avg on a horizontal federation; see :class:`MatchAveraging`."""
-    k = check_int(n_clusters, "n_clusters", min_value=1)
-    k_client = k if client_clusters is None else check_int(client_clusters, "client_clusters",
-                                                            min_value=1)
-    max_iter = check_int(max_iter, "max_iter", min_value=1)
-    n_init = check_int(n_init, "n_init", min_value=1)
-    client_max_iter = check_int(client_max_iter, "client_max_iter", min_value=1)
-    tol = check_scalar(tol, "tol", min_value=0.0)
-    n_local_trials = check_n_local_trials(n_local_trials, k_client)
-    if k_client < k:
-        raise ValueError(f"Argument 'client_clusters'={k_client} must be >= n_clusters={k}: the "
-                         "template is one client's centroid set")
-    fed = check_federation(federation, k_client)
-    rng = check_random_state(random_state)
-    seeds = client_seeds(rng, fed.n_clients)
-    sent, comm = send_local_centers(fed, k_client, seeds, n_jobs, n_init=n_init,
-                                    max_iter=client_max_iter, tol=tol,
-                                    n_local_trials=n_local_trials)
-    template_client = int(rng.integers(fed.n_clients))
-    template = sent[template_client][:k]
-    centers, matches, n_iter = match_average_centers(sent, template, max_iter)
-    return MatchAveragingResult(centers, sent, matches, template_client, n_iter, comm)
+    """Run M-Avg on a horizontal federation; see :class:`MatchAveraging`. The client roles
+    (:class:`~fedcore.algorithms.clients.LocalKMeansClient`) and :class:`MatchAveragingServer`
+    run in this process."""
+    server = MatchAveragingServer(n_clusters, client_clusters=client_clusters, max_iter=max_iter,
+                                  n_init=n_init, client_max_iter=client_max_iter, tol=tol,
+                                  n_local_trials=n_local_trials, random_state=random_state)
+    fed = check_federation(federation, server.client_clusters)
+    clients = [LocalKMeansClient(fed.client(l)[0], l) for l in range(fed.n_clients)]
+    return server.run(InProcessChannel(clients, n_jobs=n_jobs))
 
 
-class MatchAveraging(BaseEstimator):
+class MatchAveraging(FederatedEstimator):
     """Match Averaging ([MAvg]): match client centroid sets with the Hungarian algorithm, average.
 
     Each client runs k-means with ``client_clusters`` centroids and sends them (one round). The
@@ -139,6 +163,9 @@ class MatchAveraging(BaseEstimator):
     >>> bool(fedcore.metrics.center_distance(m.cluster_centers_, c) < 0.01)
     True
     """
+
+    server_class = MatchAveragingServer
+    client_class = LocalKMeansClient
 
     def __init__(self, n_clusters, *, client_clusters=None, max_iter=100, n_init=1,
                  client_max_iter=300, tol=1e-4, n_local_trials="auto", n_jobs=None,

@@ -9,30 +9,36 @@ single message. The server groups the received centroids greedily by largest rad
 the means of the ``n_clusters`` largest groups (ServerAggregation, [FeCA] Alg. 5). [FeCA] Alg. 1
 is :func:`feca`.
 
-Layout: the kernels (:func:`cluster_statistics`, :func:`greedy_ball_groups`) do one pass each into
+Layout: the kernels (:func:`feca_statistics`, :func:`greedy_ball_groups`) do one pass each into
 buffers they are given; the plain functions :func:`client_update`, :func:`radius_assign` and
 :func:`server_aggregation` implement [FeCA] Alg. 2-5 on their outputs; :func:`feca_client` is one
-client's part of [FeCA] Alg. 1 and :func:`feca_server` the server's; :func:`feca` runs
-[FeCA] Alg. 1 with both in one process and :class:`FeCA` wraps it
-(``fedcore.integrations.flower.feca`` runs the same two on Flower nodes). The clients' local
-k-means and thread pool are in ``_clients``, shared with the baselines that FeCA is compared with
+client's part of [FeCA] Alg. 1 and :func:`feca_server` the server's. The protocol roles
+:class:`FeCAClient` and :class:`FeCAServer` exchange one :class:`FeCASetup` down and one
+:class:`FeCACentroids` up through a channel (:mod:`fedcore.federation.protocol`): :func:`feca`
+runs them in one process and :class:`FeCA` wraps it; ``fedcore.integrations.flower.feca`` runs
+the same roles on Flower nodes. The clients' local k-means is in
+:mod:`fedcore.algorithms.clients`, shared with the baselines that FeCA is compared with
 (k-FED [KFED], M-Avg [MAvg], FFCM [FFCM]).
 """
 import warnings
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 from ..._validation import check_int, check_random_state, check_scalar
-from ...federation.ledger import SERVER, CommLedger
-from ...kernels.feca import cluster_statistics, greedy_ball_groups
-from ..base import BaseEstimator
-from ..clients import (client_seeds, check_federation, client_kmeans, predict_nearest,
-                       run_clients, single_threaded_kernels)
+from ...federation.ledger import CommLedger
+from ...federation.protocol import InProcessChannel, Message, ProtocolError, diagnostic, expect
+from ...kernels.feca import feca_statistics, greedy_ball_groups
+from ...kernels.parallel import single_threaded_kernels
+from ..base import FederatedEstimator
+from ..clients import (HorizontalClient, check_federation, client_kmeans, client_seeds,
+                       predict_nearest)
 from ..kmeans.seeding import check_n_local_trials
 
 __all__ = ["FeCA", "FeCAResult", "FewerGroupsWarning", "feca", "feca_client", "feca_server",
-           "check_feca_params", "client_update", "radius_assign", "server_aggregation"]
+           "check_feca_params", "client_update", "radius_assign", "server_aggregation",
+           "FeCAClient", "FeCAServer", "FeCASetup", "FeCACentroids"]
 
 
 class FewerGroupsWarning(UserWarning):
@@ -63,7 +69,7 @@ def client_update(centers, counts, sums, costs):
     Parameters
     ----------
     centers : ndarray of shape (k, d), float64, the client's Lloyd centroids ([FeCA] Alg. 2 line 2)
-    counts, sums, costs : per-cluster statistics from :func:`cluster_statistics`
+    counts, sums, costs : per-cluster statistics from :func:`feca_statistics`
 
     Returns
     -------
@@ -113,7 +119,7 @@ def radius_assign(centers, max_sq, kept, variant="empirical"):
     Parameters
     ----------
     centers : ndarray of shape (k, d), float64
-    max_sq : ndarray of shape (k,), squared ``r'_i`` from :func:`cluster_statistics`
+    max_sq : ndarray of shape (k,), squared ``r'_i`` from :func:`feca_statistics`
     kept : ndarray of int64, output of :func:`client_update`
     variant : {"empirical", "theoretical"}
 
@@ -306,7 +312,7 @@ def feca_client(X, client_clusters, *, radius="empirical", init="k-means++", n_i
     k, d = centers.shape
     counts, sums = np.empty(k), np.empty((k, d))
     costs, max_sq = np.empty(k), np.empty(k)
-    cluster_statistics(X, labels, centers, counts, sums, costs, max_sq)
+    feca_statistics(X, labels, centers, counts, sums, costs, max_sq)
     if remove_one_fit_many:
         kept, removed = client_update(centers, counts, sums, costs)
     else:
@@ -318,17 +324,17 @@ def feca_client(X, client_clusters, *, radius="empirical", init="k-means++", n_i
     return centers[kept], radii, removed
 
 
-def feca_server(client_centers, client_radii, client_removed, n_clusters, n_features,
+def feca_server(client_centers, client_radii, client_removed, n_clusters, *, comm,
                 stacklevel=2):
-    """[FeCA] Alg. 1 lines 6-8 at the server: count the one round, run ServerAggregation
-    ([FeCA] Alg. 5).
+    """[FeCA] Alg. 1 lines 6-8 at the server: ServerAggregation ([FeCA] Alg. 5) on what the
+    clients sent.
 
     Parameters
     ----------
     client_centers, client_radii, client_removed : lists indexed by client, the outputs of
         :func:`feca_client`
     n_clusters : int
-    n_features : int, the width of every client's centroids (counted in the ledger)
+    comm : CommLedger, the run's ledger (the one round, counted by the channel)
     stacklevel : int, passed to the :class:`FewerGroupsWarning`
 
     Returns
@@ -337,11 +343,6 @@ def feca_server(client_centers, client_radii, client_removed, n_clusters, n_feat
         Warns with :class:`FewerGroupsWarning` when fewer than ``n_clusters`` groups form; the
         result then has fewer centers (never padded).
     """
-    comm = CommLedger()
-    for l, C in enumerate(client_centers):
-        # [FeCA] Alg. 1 lines 6-7: the only message, centroids with their radii, up in round 0.
-        comm.record(0, sender=l, receiver=SERVER, kind="centroids+radii",
-                    n_elements=C.shape[0] * (n_features + 1))
     with single_threaded_kernels():
         centers, groups, n_groups = server_aggregation(client_centers, client_radii, n_clusters)
     if n_groups < n_clusters:
@@ -353,33 +354,105 @@ def feca_server(client_centers, client_radii, client_removed, n_clusters, n_feat
                       list(client_removed), comm)
 
 
+# --------------------------------------------------------------------------------------------
+# Protocol: messages and roles
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class FeCASetup(Message):
+    """Server to client, before the round: the client settings of [FeCA] Alg. 1 and the client's
+    seed (setup, not counted)."""
+
+    counted = False
+    seed: int
+    client_clusters: int
+    radius: str
+    init: str
+    n_init: int
+    max_iter: int
+    tol: float
+    n_local_trials: int
+    remove_one_fit_many: bool
+
+
+@dataclass(frozen=True, eq=False)
+class FeCACentroids(Message):
+    """Client to server, the one message of [FeCA] Alg. 1 lines 6-7: the refined centroids and
+    their radii (``removed``, the Lloyd indices removed as one-fit-many, is a report)."""
+
+    kind = "centroids+radii"
+    centers: np.ndarray
+    radii: np.ndarray
+    removed: np.ndarray = diagnostic()
+
+
+class FeCAClient(HorizontalClient):
+    """FeCA's client role: holds one client's data and answers :class:`FeCASetup` with
+    :class:`FeCACentroids` (:func:`feca_client`; see
+    :class:`~fedcore.algorithms.clients.HorizontalClient`)."""
+
+    def handle(self, message):
+        m = expect(message, FeCASetup, f"FeCA client {self.client_id}")
+        self.check_size(m.client_clusters)
+        centers, radii, removed = feca_client(
+            self.X, m.client_clusters, radius=m.radius, init=m.init, n_init=m.n_init,
+            max_iter=m.max_iter, tol=m.tol, n_local_trials=m.n_local_trials,
+            remove_one_fit_many=m.remove_one_fit_many, seed=m.seed)
+        return FeCACentroids(centers, radii, removed)
+
+
+class FeCAServer:
+    """FeCA's server role: one round, then ServerAggregation (:func:`feca_server`).
+
+    Takes the parameters of :class:`FeCA` (but ``n_jobs``) and checks them
+    (:func:`check_feca_params`, kept in ``params``); one seed per client is drawn from
+    ``random_state`` (:func:`~fedcore.algorithms.clients.client_seeds`). ``stacklevel`` is passed
+    to the :class:`FewerGroupsWarning`.
+    """
+
+    def __init__(self, n_clusters, *, client_clusters=None, radius="empirical", init="k-means++",
+                 n_local_trials="auto", n_init=1, max_iter=300, tol=1e-4,
+                 remove_one_fit_many=True, random_state=None, stacklevel=2):
+        self.params = check_feca_params(n_clusters, client_clusters, radius, init, n_init,
+                                        max_iter, tol, n_local_trials, remove_one_fit_many)
+        self.random_state = random_state
+        self.stacklevel = stacklevel
+
+    def run(self, channel):
+        """Run [FeCA] Alg. 1 over ``channel``; returns a :class:`FeCAResult`."""
+        client = {key: value for key, value in self.params.items() if key != "n_clusters"}
+        seeds = client_seeds(check_random_state(self.random_state), channel.n_clients)
+        replies = channel.exchange({l: FeCASetup(seed=seed, **client)
+                                    for l, seed in enumerate(seeds)}, round=0)
+        sent = [expect(replies[l], FeCACentroids, "FeCA server") for l in range(len(seeds))]
+        widths = {C.centers.shape[1] for C in sent if C.centers.ndim == 2}
+        if len(widths) > 1 or any(C.centers.ndim != 2 for C in sent):
+            raise ProtocolError(f"FeCA clients sent centroids of different widths {widths}")
+        return feca_server([C.centers for C in sent], [C.radii for C in sent],
+                           [C.removed for C in sent], self.params["n_clusters"],
+                           comm=channel.ledger, stacklevel=self.stacklevel + 1)
+
+
 def feca(federation, n_clusters, *, client_clusters=None, radius="empirical", init="k-means++",
          n_local_trials="auto", n_init=1, max_iter=300, tol=1e-4, remove_one_fit_many=True,
          n_jobs=None, random_state=None):
     """Run FeCA ([FeCA] Alg. 1) on a horizontal federation; see :class:`FeCA` for the parameters.
 
     Returns a :class:`FeCAResult`. Warns with :class:`FewerGroupsWarning` when the server forms
-    fewer than ``n_clusters`` groups. Client ``l`` runs :func:`feca_client` with the ``l``-th seed
-    drawn by :func:`client_seeds`; the server runs :func:`feca_server`. The Flower apps
-    (:mod:`fedcore.integrations.flower.feca`) run the same two functions on Flower nodes.
+    fewer than ``n_clusters`` groups. The roles :class:`FeCAClient` (one per client) and
+    :class:`FeCAServer` run in this process; the Flower apps
+    (:mod:`fedcore.integrations.flower.feca`) run the same roles on Flower nodes.
     """
-    params = check_feca_params(n_clusters, client_clusters, radius, init, n_init, max_iter, tol,
-                               n_local_trials, remove_one_fit_many)
-    k = params.pop("n_clusters")
-    k_client = params.pop("client_clusters")
-    fed = check_federation(federation, k_client)
-    rng = check_random_state(random_state)
-    seeds = client_seeds(rng, fed.n_clients)
-
-    def client(l):
-        X, _ = fed.client(l)
-        return feca_client(X, k_client, seed=seeds[l], **params)
-
-    sent, radii, removed = zip(*run_clients(client, fed.n_clients, n_jobs))
-    return feca_server(sent, radii, removed, k, fed.n_features, stacklevel=2)
+    server = FeCAServer(n_clusters, client_clusters=client_clusters, radius=radius, init=init,
+                        n_local_trials=n_local_trials, n_init=n_init, max_iter=max_iter, tol=tol,
+                        remove_one_fit_many=remove_one_fit_many, random_state=random_state,
+                        stacklevel=2)
+    fed = check_federation(federation, server.params["client_clusters"])
+    clients = [FeCAClient(fed.client(l)[0], l) for l in range(fed.n_clients)]
+    return server.run(InProcessChannel(clients, n_jobs=n_jobs))
 
 
-class FeCA(BaseEstimator):
+class FeCA(FederatedEstimator):
     """Federated Centroid Aggregation (FeCA, [FeCA] Alg. 1): one-shot federated k-means.
 
     Parameters
@@ -467,6 +540,9 @@ class FeCA(BaseEstimator):
     >>> bool(fedcore.metrics.center_distance(model.cluster_centers_, theta) < 0.5)
     True
     """
+
+    server_class = FeCAServer
+    client_class = FeCAClient
 
     def __init__(self, n_clusters, *, client_clusters=None, radius="empirical", init="k-means++",
                  n_local_trials="auto", n_init=1, max_iter=300, tol=1e-4,

@@ -1,10 +1,15 @@
 """Weighted Lloyd k-means (seeding in :mod:`fedcore.algorithms.kmeans.seeding`)."""
+from __future__ import annotations
+
 import contextlib
+import sys
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+from typing import Literal
 
 import numba
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..._validation import (check_array, check_fitted_array, check_int, check_random_state,
                            check_sample_weight, check_scalar, check_weighted_range, max_abs,
@@ -16,10 +21,13 @@ from ...kernels.summaries import mean_variance
 from ..base import BaseEstimator, check_is_fitted
 from .seeding import check_n_clusters_for_weights, _seed_rows, check_n_local_trials
 
+if sys.version_info >= (3, 11):
+    from typing import Self
+
 __all__ = ["KMeans", "assign"]
 
 
-def assign(X, centers):
+def assign(X: np.ndarray, centers: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """``(labels, sq_distances)`` of each row of validated ``X`` to its nearest center.
 
     The kernel reads ``X[i, f]`` for every feature of ``centers``: a width mismatch is refused
@@ -172,8 +180,10 @@ class KMeans(BaseEstimator):
     [0.5, 10.5]
     """
 
-    def __init__(self, n_clusters=8, *, init="k-means++", n_init=1, max_iter=300, tol=1e-4,
-                 random_state=None, n_local_trials=None):
+    def __init__(self, n_clusters: int = 8, *, init: Literal["k-means++"] | ArrayLike = "k-means++",
+                 n_init: int = 1, max_iter: int = 300, tol: float = 1e-4,
+                 random_state: np.random.Generator | int | None = None,
+                 n_local_trials: Literal["auto"] | int | None = None) -> None:
         self.n_clusters = n_clusters
         self.init = init
         self.n_init = n_init
@@ -182,7 +192,7 @@ class KMeans(BaseEstimator):
         self.random_state = random_state
         self.n_local_trials = n_local_trials
 
-    def fit(self, X, y=None, sample_weight=None):
+    def fit(self, X: ArrayLike, y: object = None, sample_weight: ArrayLike | None = None) -> Self:
         X = check_array(X, "X", distance_range=True)
         weights = check_sample_weight(sample_weight, X.shape[0])
         k = check_n_clusters_for_weights(self.n_clusters, weights)
@@ -225,28 +235,31 @@ class KMeans(BaseEstimator):
                           f"n_init={n_init}.", RuntimeWarning, stacklevel=3)
         yield init
 
-    def fit_predict(self, X, y=None, sample_weight=None):
+    def fit_predict(self, X: ArrayLike, y: object = None,
+                    sample_weight: ArrayLike | None = None) -> np.ndarray:
         return self.fit(X, sample_weight=sample_weight).labels_
 
     def _check_X(self, X):
         check_is_fitted(self, "cluster_centers_")
         return check_fitted_array(X, self.n_features_in_, type(self).__name__)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Index of the nearest center for each row (lowest index on ties)."""
         return assign(self._check_X(X), self.cluster_centers_)[0]
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> np.ndarray:
         """Euclidean (not squared) distances to every center, shape (n_samples, n_clusters)."""
         X = self._check_X(X)
         out = np.empty((X.shape[0], self.cluster_centers_.shape[0]))
         pairwise_sq_distances(X, self._centers_t(), out)
         return np.sqrt(out, out=out)
 
-    def fit_transform(self, X, y=None, sample_weight=None):
+    def fit_transform(self, X: ArrayLike, y: object = None,
+                      sample_weight: ArrayLike | None = None) -> np.ndarray:
         return self.fit(X, sample_weight=sample_weight).transform(X)
 
-    def score(self, X, y=None, sample_weight=None):
+    def score(self, X: ArrayLike, y: object = None,
+              sample_weight: ArrayLike | None = None) -> float:
         """Opposite of the weighted inertia of X against the fitted centers."""
         X = self._check_X(X)
         weights = check_sample_weight(sample_weight, X.shape[0])

@@ -1,7 +1,11 @@
 """k-means++ seeding: vanilla (exact, lazy), greedy, and the public :func:`kmeans_plusplus`."""
+from __future__ import annotations
+
 import numbers
+from typing import Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..._validation import (check_array, check_int, check_random_state,
                            check_sample_weight, check_weighted_range, weight_names)
@@ -252,7 +256,10 @@ def check_n_clusters_for_weights(n_clusters, weights):
     return n_clusters
 
 
-def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_local_trials=None):
+def kmeans_plusplus(X: ArrayLike, n_clusters: int, *, sample_weight: ArrayLike | None = None,
+                    random_state: np.random.Generator | int | None = None,
+                    n_local_trials: Literal["auto"] | int | None = None,
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """k-means++ seeding ([KMPP]), weighted, vanilla or greedy.
 
     The first center is drawn by weight, each next one by weighted D^2 sampling; when every

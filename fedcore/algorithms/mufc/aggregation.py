@@ -1,15 +1,21 @@
 """Summing clients' sparse count vectors: in plaintext, or securely with SCMA (MUFC Alg. 2)."""
+from __future__ import annotations
+
 import time
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
+from numpy.typing import ArrayLike
 
-from ...federation.ledger import SERVER
+from ...federation.ledger import SERVER, CommLedger
 from .rows import add_sparse
 
 __all__ = ["PlainAggregator", "SCMAAggregator", "sum_sparse"]
 
 
-def sum_sparse(vectors):
+def sum_sparse(vectors: Sequence[tuple[ArrayLike, ArrayLike]],
+               ) -> tuple[np.ndarray, np.ndarray]:
     """Sum of sparse vectors given as (bins (m, d) int64, counts (m,) int64); sorted, no zeros."""
     bins = np.concatenate([b for b, _ in vectors])
     counts = np.concatenate([c for _, c in vectors])
@@ -23,17 +29,20 @@ def sum_sparse(vectors):
 class PlainAggregator:
     """Clients send their (bin, count) pairs in the clear; the server adds them."""
 
-    def __init__(self, n_clients, client_clusters, n_bins, n_dims, rng):
+    def __init__(self, n_clients: int, client_clusters: int, n_bins: int, n_dims: int,
+                 rng: np.random.Generator) -> None:
         self.n_dims = n_dims
 
-    def combine(self, messages, round, ledger):
+    def combine(self, messages: Mapping[int, tuple[np.ndarray, np.ndarray]], round: int,
+                ledger: CommLedger) -> tuple[np.ndarray, np.ndarray]:
         """Server side: ``messages`` {client: (bins, counts)} -> (bins, counts) of the sum."""
         for l, (bins, counts) in sorted(messages.items()):
             ledger.record(round, sender=l, receiver=SERVER, kind="bins+counts",
                           n_elements=bins.size + counts.size)
         return sum_sparse(list(messages.values()))
 
-    def aggregate(self, vectors, round, ledger):
+    def aggregate(self, vectors: Mapping[int, tuple[np.ndarray, np.ndarray]], round: int,
+                  ledger: CommLedger) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
         """``vectors``: {client: (bins, counts)}. Returns (bins, counts, timings)."""
         t0 = time.perf_counter()
         bins, counts = self.combine(vectors, round, ledger)
@@ -49,8 +58,9 @@ class SCMAAggregator:
     precomputed offline after the previous round for the same participants.
     """
 
-    def __init__(self, n_clients, client_clusters, n_bins, n_dims, rng, *, with_clients=True,
-                 dropout_threshold=None):
+    def __init__(self, n_clients: int, client_clusters: int, n_bins: int, n_dims: int,
+                 rng: np.random.Generator, *, with_clients: bool = True,
+                 dropout_threshold: int | None = None) -> None:
         from ...secagg import SCMAClient, SCMASetup, SCMAServer
         self.setup = SCMASetup(n_clients, client_clusters * n_clients, n_dims=n_dims,
                                bins=n_bins, random_state=rng,
@@ -91,8 +101,11 @@ class SCMAAggregator:
         self._last = (total, bins, counts)
         return bins, counts
 
-    def combine(self, messages, round, ledger, *, dropped=(), unmask_shares=None,
-                public_keys=None):
+    def combine(self, messages: Mapping[int, ArrayLike], round: int, ledger: CommLedger, *,
+                dropped: Collection[int] = (),
+                unmask_shares: Mapping[int, Mapping[int, bytes]] | None = None,
+                public_keys: Mapping[int, X25519PublicKey | bytes] | None = None,
+                ) -> tuple[np.ndarray, np.ndarray]:
         """Server side: masked messages {client: uint64 message} -> (bins, counts) of the sum.
 
         ``dropped``: participants whose message did not arrive (dropout tolerance): their masks
@@ -108,7 +121,8 @@ class SCMAAggregator:
         return (np.asarray(bins, dtype=np.int64).reshape(-1, self.setup.n_dims),
                 np.asarray(counts, dtype=np.int64))
 
-    def aggregate(self, vectors, round, ledger):
+    def aggregate(self, vectors: Mapping[int, tuple[np.ndarray, np.ndarray]], round: int,
+                  ledger: CommLedger) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
         """Every participant encodes (client side), then :meth:`combine` (server side)."""
         participants = sorted(vectors)
         messages, encode = {}, 0.0

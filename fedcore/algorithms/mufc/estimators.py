@@ -1,11 +1,18 @@
 """MUFC: federated k-means with secure aggregation and exact unlearning (MUFC Alg. 1 and 4)."""
+from __future__ import annotations
+
+import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..._validation import (check_array, check_fitted_array, check_ids, check_int,
                              check_random_state, check_scalar)
+from ...federation.horizontal import HorizontalFederation
 from ...federation.ledger import SERVER, CommLedger
 from . import aggregation as _aggregation
 from ..base import BaseEstimator, all_or_nothing, check_is_fitted
@@ -14,6 +21,9 @@ from .coupled import CoupledKMeans
 from .quantize import Quantizer
 from ..kmeans.lloyd import KMeans, assign
 from .unlearning import UnlearnableKMeans
+
+if sys.version_info >= (3, 11):
+    from typing import Self
 
 __all__ = ["MUFC", "MUFCRemovalReport", "SimplifiedFC"]
 
@@ -33,7 +43,7 @@ class MUFCRemovalReport:
     timings: dict = field(default_factory=dict)
 
     @property
-    def modeled_latency(self):
+    def modeled_latency(self) -> float:
         t = self.timings
         return max(t.get("client_unlearn", 0.0) + t.get("client_encode", 0.0),
                    t.get("client_encode", 0.0)) + t.get("server_decode", 0.0) + \
@@ -102,9 +112,14 @@ class MUFC(BaseEstimator):
         complete-retraining latency in the paper's model (slowest client + server)
     """
 
-    def __init__(self, n_clusters=8, *, client_clusters=None, gamma="auto", secure=True,
-                 server_data="weighted", server_n_init=10, bounds=None, random_phase=False,
-                 server_update="exact", dropout_threshold=None, random_state=None):
+    def __init__(self, n_clusters: int = 8, *, client_clusters: int | None = None,
+                 gamma: Literal["auto"] | float = "auto", secure: bool = True,
+                 server_data: Literal["weighted", "uniform"] = "weighted",
+                 server_n_init: int = 10, bounds: tuple[ArrayLike, ArrayLike] | None = None,
+                 random_phase: bool = False,
+                 server_update: Literal["exact", "retrain", "lazy"] = "exact",
+                 dropout_threshold: int | None = None,
+                 random_state: np.random.Generator | int | None = None) -> None:
         self.n_clusters = n_clusters
         self.client_clusters = client_clusters
         self.gamma = gamma
@@ -118,7 +133,8 @@ class MUFC(BaseEstimator):
         self.random_state = random_state
 
     # ------------------------------------------------------------------ fit
-    def fit(self, federation, y=None):
+    def fit(self, federation: HorizontalFederation | Sequence[ArrayLike],
+            y: object = None) -> Self:
         """Run Alg. 1 on a :class:`~fedcore.HorizontalFederation` (or a list of client
         arrays)."""
         k, kp = self._resolve_params()
@@ -282,7 +298,7 @@ class MUFC(BaseEstimator):
     _ROUND_SHALLOW = ("n_rounds_", "_vectors", "_active", "aggregate_", "cluster_centers_",
                       "client_centers_")
 
-    def remove(self, client_id, ids):
+    def remove(self, client_id: int, ids: ArrayLike) -> MUFCRemovalReport:
         """Remove points ``ids`` (global point ids) held by client ``client_id`` ([MUFC] Alg. 4,
         cross-silo).
 
@@ -314,7 +330,7 @@ class MUFC(BaseEstimator):
             self._aggregate_and_cluster(recluster, timings)
         return MUFCRemovalReport(result.retrained, recluster, result.n_removed, timings)
 
-    def remove_clients(self, client_ids):
+    def remove_clients(self, client_ids: ArrayLike) -> MUFCRemovalReport:
         """Remove every point of the given clients ([MUFC] Alg. 4, cross-device): their vectors
         leave the sum (line 5) and the server re-clusters. Removing every client raises. Atomic
         as :meth:`remove`."""
@@ -348,20 +364,20 @@ class MUFC(BaseEstimator):
         return ids, remaining
 
     # ------------------------------------------------------------ evaluation
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Nearest server center of each row."""
         check_is_fitted(self, "cluster_centers_")
         X = check_fitted_array(X, self.n_features_in_, type(self).__name__)
         return assign(X, self.cluster_centers_)[0]
 
-    def inertia(self, X):
+    def inertia(self, X: ArrayLike) -> float:
         """Centralized objective of the server centers on X (MUFC eq. (1))."""
         from ...metrics import inertia
         check_is_fitted(self, "cluster_centers_")
         return inertia(check_fitted_array(X, self.n_features_in_, type(self).__name__),
                        self.cluster_centers_)
 
-    def federated_inertia(self):
+    def federated_inertia(self) -> float:
         """Federated objective (MUFC eq. (2)) on the points the clients still hold.
 
         Induced global clusters (Def. 3.1): a point of client ``l``'s local cluster ``j`` goes to
@@ -377,23 +393,23 @@ class MUFC(BaseEstimator):
         return federated_inertia(clients, self.cluster_centers_)
 
     @property
-    def n_clients_(self):
+    def n_clients_(self) -> int:
         """Number of clients still in the federation."""
         return len(self._active)
 
     @property
-    def client_ids_(self):
+    def client_ids_(self) -> list[int]:
         """Ids of the clients still in the federation, increasing."""
         check_is_fitted(self, "_active")
         return list(self._active)
 
     @property
-    def client_clusters_(self):
+    def client_clusters_(self) -> int:
         """K', the number of centers each client seeds."""
         check_is_fitted(self, "_kp")
         return self._kp
 
-    def client_model(self, client_id):
+    def client_model(self, client_id: int) -> UnlearnableKMeans:
         """Client ``client_id``'s exact-unlearning k-means++ model
         (:class:`~fedcore.UnlearnableKMeans`: its seeds, labels and remaining points), as the
         data owner sees it. Read it, do not change it: removals go through :meth:`remove`."""
@@ -447,8 +463,10 @@ class SimplifiedFC(MUFC):
     needed; the server learns every client's centers.
     """
 
-    def __init__(self, n_clusters=8, *, client_clusters=None, server_n_init=10,
-                 server_update="exact", random_state=None):
+    def __init__(self, n_clusters: int = 8, *, client_clusters: int | None = None,
+                 server_n_init: int = 10,
+                 server_update: Literal["exact", "retrain", "lazy"] = "exact",
+                 random_state: np.random.Generator | int | None = None) -> None:
         super().__init__(n_clusters, client_clusters=client_clusters, secure=False,
                          server_n_init=server_n_init, server_update=server_update,
                          random_state=random_state)

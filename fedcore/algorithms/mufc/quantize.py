@@ -1,7 +1,15 @@
 """Uniform quantization of client centroids onto a grid in the unit cube (MUFC Appendix H)."""
+from __future__ import annotations
+
+import sys
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..._validation import check_array, check_scalar
+
+if sys.version_info >= (3, 11):
+    from typing import Self
 
 __all__ = ["Quantizer"]
 
@@ -23,7 +31,8 @@ class Quantizer:
     phase : ndarray of shape (d,) in [0, gamma), or None (no shift)
     """
 
-    def __init__(self, low, scale, gamma, phase=None):
+    def __init__(self, low: ArrayLike, scale: float, gamma: float,
+                 phase: ArrayLike | None = None) -> None:
         self.low = np.asarray(low, dtype=np.float64)
         self.scale = check_scalar(scale, "scale", min_value=0.0, include_min=False)
         self.gamma = check_scalar(gamma, "gamma", min_value=0.0, max_value=1.0, include_min=False)
@@ -32,7 +41,8 @@ class Quantizer:
         self.n_bins = int(np.floor(1.0 / self.gamma + 1.5)) + 1
 
     @classmethod
-    def from_bounds(cls, low, high, gamma, phase=None):
+    def from_bounds(cls, low: ArrayLike, high: ArrayLike, gamma: float,
+                    phase: ArrayLike | None = None) -> Self:
         low = check_array(np.atleast_2d(low), "bounds[0]").ravel()
         high = check_array(np.atleast_2d(high), "bounds[1]").ravel()
         if low.shape != high.shape or (high < low).any():
@@ -41,7 +51,7 @@ class Quantizer:
         scale = float((high - low).max())
         return cls(low, scale if scale > 0 else 1.0, gamma, phase)
 
-    def bins(self, points):
+    def bins(self, points: ArrayLike) -> np.ndarray:
         """Integer bin coordinates, shape (m, d), of points in the original space.
 
         Raises ``ValueError`` for points outside the bounds (their bin would not exist).
@@ -56,12 +66,13 @@ class Quantizer:
                              "'bounds'")
         return c
 
-    def centers(self, coords):
+    def centers(self, coords: ArrayLike) -> np.ndarray:
         """Representative point (grid point) of each bin, in the original space."""
         return self.low + self.scale * (np.asarray(coords, dtype=np.float64) * self.gamma
                                         - self.phase)
 
-    def sample(self, coords, counts, rng):
+    def sample(self, coords: ArrayLike, counts: ArrayLike,
+               rng: np.random.Generator) -> np.ndarray:
         """``counts[j]`` points uniform in the cell of bin ``j`` (MUFC Alg. 1 line 6), stacked."""
         coords = np.asarray(coords, dtype=np.float64)
         reps = np.repeat(np.arange(coords.shape[0]), np.asarray(counts, dtype=np.int64))

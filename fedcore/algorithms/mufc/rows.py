@@ -1,4 +1,6 @@
 """Matching rows of integer arrays (MUFC's bin coordinates) between two sets."""
+from __future__ import annotations
+
 import numpy as np
 
 __all__ = ["match_rows"]
@@ -12,7 +14,7 @@ def _row_hashes(keys):
     return (keys.astype(np.uint64) * mult).sum(axis=1, dtype=np.uint64)
 
 
-def match_rows(old_keys, keys):
+def match_rows(old_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """For each row of ``keys`` (int64 (n, q)), its row in ``old_keys`` (m, q) or -1; rows of
     ``old_keys`` are unique. Hashing with every match verified; ``np.unique`` on a collision."""
     if old_keys.shape[0] == 0:

@@ -8,7 +8,16 @@ bookkeeping of the participants. It runs exactly the code of the in-process
 ``MUFCServer`` and clients that follow :func:`client_setup` reproduce ``MUFC.fit`` / ``remove`` /
 ``remove_clients`` bit for bit.
 """
-from .estimators import MUFCRemovalReport
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
+from numpy.typing import ArrayLike
+
+from .estimators import MUFC, MUFCRemovalReport
 
 __all__ = ["MUFCServer"]
 
@@ -23,12 +32,13 @@ class MUFCServer:
         (``cluster_centers_``, ``aggregate_``, ``comm_``, ``n_rounds_``) and holds no clients.
     """
 
-    def __init__(self, estimator):
+    def __init__(self, estimator: MUFC) -> None:
         estimator._check_params()
         self.model = estimator
 
     # ------------------------------------------------------------------ set-up
-    def setup(self, sizes, n_features, boxes):
+    def setup(self, sizes: ArrayLike, n_features: int,
+              boxes: Sequence[tuple[ArrayLike, ArrayLike]] | None) -> list[dict[str, Any]]:
         """Set up a fit for clients of ``sizes`` points with ``n_features`` features.
 
         ``boxes``: each client's per-feature ``(min, max)`` when the federation agrees on the
@@ -38,7 +48,7 @@ class MUFCServer:
         rngs = self.model._start(sizes, n_features, boxes, with_clients=False)
         return [self.client_setup(l, rng) for l, rng in enumerate(rngs)]
 
-    def client_setup(self, client_id, rng):
+    def client_setup(self, client_id: int, rng: np.random.Generator) -> dict[str, Any]:
         """What client ``client_id`` needs to seed and encode (sent once, before round 0):
         ``client_clusters``, the grid (``low``, ``scale``, ``gamma``, ``phase`` or None), the
         seed of its random generator (``entropy``, ``spawn_key``) and SCMA's public parameters
@@ -53,23 +63,27 @@ class MUFCServer:
 
     # ------------------------------------------------------------------ rounds
     @property
-    def participants(self):
+    def participants(self) -> list[int]:
         """Clients taking part in the next round, increasing."""
         return list(self.model._active)
 
-    def next_round(self):
+    def next_round(self) -> int:
         """Open the round of a removal request; returns its number."""
         self.model.n_rounds_ += 1
         return self.model.n_rounds_
 
-    def remove_clients(self, client_ids, sizes):
+    def remove_clients(self, client_ids: ArrayLike, sizes: Mapping[int, int]) -> list[int]:
         """Take clients out of the participants ([MUFC] Alg. 4, cross-device) after checking
         that the rest hold enough points (``sizes``: {participant: points}); returns the ids."""
         ids, remaining = self.model._check_client_removal(client_ids, sizes)
         self.model._active = remaining
         return ids
 
-    def combine(self, messages, round, *, dropped=(), unmask_shares=None, public_keys=None):
+    def combine(self, messages: Mapping[int, ArrayLike | tuple[ArrayLike, ArrayLike]],
+                round: int, *, dropped: Collection[int] = (),
+                unmask_shares: Mapping[int, Mapping[int, bytes]] | None = None,
+                public_keys: Mapping[int, X25519PublicKey | bytes] | None = None,
+                ) -> tuple[np.ndarray, np.ndarray]:
         """The decoded sum ``(bins, counts)`` of the round's messages ({client: message}:
         SCMA messages, or ``(bins, counts)`` pairs for a plaintext sum), recorded in ``comm_``.
 
@@ -86,7 +100,9 @@ class MUFCServer:
             return bins, counts
         return m._aggregator.combine(messages, round, m.comm_)
 
-    def publish(self, bins, counts, recluster, timings, n_removed, retrained=None):
+    def publish(self, bins: np.ndarray, counts: np.ndarray, recluster: bool,
+                timings: dict[str, float], n_removed: int,
+                retrained: bool | None = None) -> MUFCRemovalReport:
         """Keep the round's sum and re-cluster it when asked ([MUFC] Alg. 1 lines 6-7);
         returns the round's :class:`~fedcore.MUFCRemovalReport`."""
         self.model._publish(bins, counts, recluster, timings)

@@ -1,13 +1,20 @@
 """k-means++ seeding with exact removal of points (MUFC Alg. 3, Lemma 5.1)."""
+from __future__ import annotations
+
+import sys
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..._validation import (check_array, check_ids, check_int, check_random_state,
                            check_scalar, check_weighted_range)
 from ..base import BaseEstimator, check_is_fitted
 from ..kmeans.lloyd import weighted_lloyd, absolute_tolerance
 from ..kmeans.seeding import check_n_clusters_for_weights, seed_lazy
+
+if sys.version_info >= (3, 11):
+    from typing import Self
 
 __all__ = ["UnlearnableKMeans", "RemovalResult"]
 
@@ -73,14 +80,16 @@ class UnlearnableKMeans(BaseEstimator):
     REMOVAL_SHALLOW = ("n_samples_", "_rows", "_labels", "seeds_", "center_ids_",
                        "cluster_centers_")
 
-    def __init__(self, n_clusters=8, *, refine=False, max_iter=300, tol=1e-4, random_state=None):
+    def __init__(self, n_clusters: int = 8, *, refine: bool = False, max_iter: int = 300,
+                 tol: float = 1e-4, random_state: np.random.Generator | int | None = None) -> None:
         self.n_clusters = n_clusters
         self.refine = refine
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
 
-    def fit(self, X, sample_ids=None, y=None):
+    def fit(self, X: ArrayLike, sample_ids: ArrayLike | None = None,
+            y: object = None) -> Self:
         X = check_array(X, "X", copy=True, distance_range=True)
         n = X.shape[0]
         check_weighted_range(X, float(n))
@@ -136,16 +145,16 @@ class UnlearnableKMeans(BaseEstimator):
         self.__dict__.update(state)
 
     @property
-    def labels_(self):
+    def labels_(self) -> np.ndarray:
         check_is_fitted(self, "_labels")
         return self._labels[self._weights > 0.0]
 
     @property
-    def sample_ids_(self):
+    def sample_ids_(self) -> np.ndarray:
         check_is_fitted(self, "_ids")
         return self._ids[self._weights > 0.0]
 
-    def remaining(self):
+    def remaining(self) -> tuple[np.ndarray, np.ndarray]:
         """``(X, ids)`` of the points not removed, in original row order (the model's own copy)."""
         check_is_fitted(self, "_X")
         alive = self._weights > 0.0
@@ -164,7 +173,7 @@ class UnlearnableKMeans(BaseEstimator):
                              "already removed")
         return rows
 
-    def remove(self, ids):
+    def remove(self, ids: ArrayLike) -> RemovalResult:
         """Remove points by id, exactly (Alg. 3). Atomic: on error nothing changes.
 
         Parameters

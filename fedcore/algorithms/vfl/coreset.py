@@ -10,11 +10,18 @@ Weights are unbiased: a row is drawn with probability ``g_i / G`` per draw (``g_
 and weighted ``G / (m g_i)``, so ``E[sum_s w_s f(x_s)] = sum_i f(x_i)`` for any per-row cost ``f``
 and ``E[sum_s w_s] = n``. A regularizer added to the weighted coreset cost keeps its meaning.
 """
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..._validation import (check_array, check_int, check_random_state, check_scalar,
                            check_weighted_range)
 from ...federation.ledger import SERVER, CommLedger
+from ...federation.vertical import VerticalFederation
 from ...kernels.coreset import (cluster_cost_sums, gram_matrix, projected_sq_norms, sample_sorted,
                                vkmc_sensitivities)
 from ...kernels.kmeans.distances import assign_nearest
@@ -22,6 +29,9 @@ from ...kernels.kmeans.seeding import chunk_sums, n_chunks
 from ..base import BaseEstimator, check_is_fitted
 from .coreset_result import Coreset, _check_federation, _check_outlier_fraction
 from ..kmeans import KMeans, kmeans_plusplus
+
+if sys.version_info >= (3, 11):
+    from typing import Self
 
 __all__ = ["VerticalCoreset", "dis_sample", "vkmc_local_scores", "vkmc_coreset",
            "vrlr_local_scores", "vrlr_coreset", "uniform_coreset"]
@@ -83,7 +93,9 @@ def _sample_rows(values, uniforms):
     return out
 
 
-def dis_sample(scores, m, rng, *, floor=None):
+def dis_sample(scores: np.ndarray, m: int, rng: np.random.Generator, *,
+               floor: float | None = None,
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, CommLedger]:
     """DIS of [VFLC] Alg. 1 on validated scores: ``(indices, weights, party_counts, totals, comm)``.
 
     ``scores`` float64 (T, n) (row ``j`` held by party ``j``), ``m`` >= 1, ``rng`` a Generator.
@@ -174,12 +186,13 @@ class VerticalCoreset(BaseEstimator):
     ((6,), 6, 34)
     """
 
-    def __init__(self, m, *, outlier_fraction=None, random_state=None):
+    def __init__(self, m: int, *, outlier_fraction: float | None = None,
+                 random_state: np.random.Generator | int | None = None) -> None:
         self.m = m
         self.outlier_fraction = outlier_fraction
         self.random_state = random_state
 
-    def fit(self, scores, y=None):
+    def fit(self, scores: ArrayLike | Sequence[ArrayLike], y: object = None) -> Self:
         """Run DIS on ``scores`` of shape (n_parties, n_samples) or a list of per-party vectors."""
         scores = _check_scores(scores)
         m = check_int(self.m, "m", min_value=1)
@@ -197,7 +210,7 @@ class VerticalCoreset(BaseEstimator):
         return self
 
     @property
-    def size_(self):
+    def size_(self) -> int:
         check_is_fitted(self, "indices_")
         return int(self.indices_.shape[0])
 
@@ -230,7 +243,9 @@ def _vkmc_party_scores(X, centers, alpha, out):
     vkmc_sensitivities(labels, distances, costs, sizes, total, alpha, out)
 
 
-def vkmc_local_scores(federation, n_clusters, *, alpha=1.0, local_max_iter=0, random_state=None):
+def vkmc_local_scores(federation: VerticalFederation, n_clusters: int, *, alpha: float = 1.0,
+                      local_max_iter: int = 0, random_state: np.random.Generator | int | None = None,
+                      ) -> np.ndarray:
     """Local sensitivities ``g_i^(j)`` of [VFLC] Alg. 3 (lines 3-14), shape (n_parties, n_samples).
 
     Each party clusters its own columns (line 4: k-means++ [KMPP], the approximation algorithm
@@ -254,8 +269,9 @@ def vkmc_local_scores(federation, n_clusters, *, alpha=1.0, local_max_iter=0, ra
     return scores
 
 
-def vkmc_coreset(federation, m, n_clusters, *, alpha=1.0, local_max_iter=0, outlier_fraction=None,
-                 random_state=None):
+def vkmc_coreset(federation: VerticalFederation, m: int, n_clusters: int, *, alpha: float = 1.0,
+                 local_max_iter: int = 0, outlier_fraction: float | None = None,
+                 random_state: np.random.Generator | int | None = None) -> Coreset:
     """Coreset for vertical k-means ([VFLC] Alg. 3): local sensitivities, then DIS ([VFLC] Alg. 1).
 
     Parameters
@@ -334,7 +350,7 @@ def _leverage_scores(A, out):
     return out
 
 
-def vrlr_local_scores(federation):
+def vrlr_local_scores(federation: VerticalFederation) -> np.ndarray:
     """Local scores of [VFLC] Alg. 2: ``g_i^(j) = ||u_i^(j)||^2 + 1/n``, shape
     (n_parties, n_samples).
 
@@ -373,7 +389,9 @@ def check_vertical_range(federation, with_y=False, total_weight=None):
     return y
 
 
-def vrlr_coreset(federation, m, *, outlier_fraction=None, random_state=None):
+def vrlr_coreset(federation: VerticalFederation, m: int, *,
+                 outlier_fraction: float | None = None,
+                 random_state: np.random.Generator | int | None = None) -> Coreset:
     """Coreset for vertical regularized linear regression ([VFLC] Alg. 2): leverages, then DIS
     ([VFLC] Alg. 1).
 
@@ -410,7 +428,8 @@ def vrlr_coreset(federation, m, *, outlier_fraction=None, random_state=None):
 # Uniform baseline
 # ------------------------------------------------------------------------------------------------
 
-def uniform_coreset(federation, m, *, random_state=None):
+def uniform_coreset(federation: VerticalFederation, m: int, *,
+                    random_state: np.random.Generator | int | None = None) -> Coreset:
     """Uniform sampling baseline: ``m`` rows i.i.d. uniform (with replacement), weights ``n/m``.
 
     The server draws the ids and sends them to every party (``mT`` elements, one round).

@@ -6,7 +6,10 @@ server (``fedcore.vkmc_coreset``, ``fedcore.vrlr_coreset``, ``fedcore.uniform_co
 messages that built it. :func:`gather` is the upload step that lets any central solver run on it;
 :func:`robust_coreset_error` evaluates [VFLC] Def. G.1 ([VFLC] Appendix G).
 """
+from __future__ import annotations
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..._validation import check_array, check_sample_weight, check_scalar
 from ...federation.ledger import SERVER, CommLedger
@@ -36,8 +39,9 @@ class Coreset:
     ([1, 3], [1.0, 4.0], 3)
     """
 
-    def __init__(self, indices, weights, comm, n_samples, *, party_counts=None,
-                 outlier_fraction=None):
+    def __init__(self, indices: ArrayLike, weights: ArrayLike, comm: CommLedger, n_samples: int,
+                 *, party_counts: np.ndarray | None = None,
+                 outlier_fraction: float | None = None) -> None:
         self.indices = np.asarray(indices, dtype=np.int64)
         self.weights = np.asarray(weights, dtype=np.float64)
         self.comm = comm
@@ -48,14 +52,14 @@ class Coreset:
     def __len__(self):
         return int(self.indices.shape[0])
 
-    def compress(self):
+    def compress(self) -> Coreset:
         """Same coreset with repeated ids merged (weights summed), ids sorted; same ledger."""
         ids, inverse = np.unique(self.indices, return_inverse=True)
         weights = np.bincount(inverse, weights=self.weights, minlength=ids.shape[0])
         return Coreset(ids, weights, self.comm, self.n_samples, party_counts=self.party_counts,
                        outlier_fraction=self.outlier_fraction)
 
-    def weighted_sum(self, values):
+    def weighted_sum(self, values: ArrayLike) -> float:
         """``sum_s w_s values[indices[s]]``: the coreset estimate of ``values.sum()``."""
         values = np.asarray(values, dtype=np.float64)
         return float(self.weights @ values[self.indices])
@@ -108,7 +112,8 @@ def _check_outlier_fraction(outlier_fraction):
     return beta
 
 
-def gather(federation, coreset=None):
+def gather(federation: VerticalFederation, coreset: Coreset | None = None,
+           ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, CommLedger]:
     """The server collects the coreset's rows (or all rows) from every party.
 
     Each party sends its columns of the rows listed in ``coreset.indices`` (``m d_j`` elements) and
@@ -146,7 +151,8 @@ def gather(federation, coreset=None):
     return np.hstack(blocks), y, weights, ledger
 
 
-def robust_coreset_error(costs, scores, coreset, outlier_fraction=None):
+def robust_coreset_error(costs: ArrayLike, scores: ArrayLike, coreset: Coreset,
+                         outlier_fraction: float | None = None) -> float:
     """Additive error of [VFLC] Def. G.1 for one parameter:
     ``min_O |f(X \\ O) - f(S \\ O)| / f(X)``.
 

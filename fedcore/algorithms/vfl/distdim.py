@@ -4,15 +4,26 @@ The vertical k-means baseline of [VFLC]: each party clusters its own columns, th
 clusters the grid of products of local centers, each occupied cell weighted by its occupancy. Runs
 on the full data or on a coreset (rows ``coreset.indices`` with weights ``coreset.weights``).
 """
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..._validation import check_fitted_array, check_int, check_random_state, check_scalar
 from ...federation.ledger import SERVER, CommLedger
+from ...federation.vertical import VerticalFederation
 from ...kernels.kmeans.distances import assign_nearest
 from ..base import BaseEstimator, check_is_fitted
 from .coreset import check_vertical_range
-from .coreset_result import _check_federation, check_coreset
+from .coreset_result import Coreset, _check_federation, check_coreset
 from ..kmeans.lloyd import KMeans
+
+if sys.version_info >= (3, 11):
+    from typing import Self
 
 __all__ = ["DistDim", "distdim"]
 
@@ -36,8 +47,10 @@ def _cells(labels, client_clusters):
     return cells, inverse.ravel()
 
 
-def distdim(federation, n_clusters, *, client_clusters=None, coreset=None, n_init=1, max_iter=300,
-            tol=1e-4, random_state=None):
+def distdim(federation: VerticalFederation, n_clusters: int, *,
+            client_clusters: int | Sequence[int] | None = None, coreset: Coreset | None = None,
+            n_init: int = 1, max_iter: int = 300, tol: float = 1e-4,
+            random_state: np.random.Generator | int | None = None) -> dict[str, Any]:
     """DistDim on validated parameters: a dict of the fitted attributes of :class:`DistDim`."""
     rng = check_random_state(random_state)
     T = federation.n_parties
@@ -121,8 +134,9 @@ class DistDim(BaseEstimator):
     ((3, 4), 1212)
     """
 
-    def __init__(self, n_clusters=8, *, client_clusters=None, n_init=1, max_iter=300, tol=1e-4,
-                 random_state=None):
+    def __init__(self, n_clusters: int = 8, *, client_clusters: int | Sequence[int] | None = None,
+                 n_init: int = 1, max_iter: int = 300, tol: float = 1e-4,
+                 random_state: np.random.Generator | int | None = None) -> None:
         self.n_clusters = n_clusters
         self.client_clusters = client_clusters
         self.n_init = n_init
@@ -130,7 +144,7 @@ class DistDim(BaseEstimator):
         self.tol = tol
         self.random_state = random_state
 
-    def fit(self, federation, coreset=None):
+    def fit(self, federation: VerticalFederation, coreset: Coreset | None = None) -> Self:
         """Cluster ``federation`` (all rows), or only the rows of ``coreset`` with its weights."""
         federation = _check_federation(federation)
         if coreset is not None:
@@ -157,7 +171,7 @@ class DistDim(BaseEstimator):
         self.n_features_in_ = federation.n_features
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Nearest final center of each row of a full-feature array ``X`` (lowest index on ties)."""
         check_is_fitted(self, "cluster_centers_")
         X = check_fitted_array(X, self.n_features_in_, "DistDim")

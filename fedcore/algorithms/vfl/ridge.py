@@ -9,22 +9,33 @@ There is no intercept ([VFLC] Def. 2.1); centre ``y`` and the features first (ea
 so on its own columns, and the last party on ``y``). Coreset weights sum to about ``n``, so the
 same ``alpha`` ([VFLC] Section 6 uses ``0.1 n``) keeps its meaning on a coreset.
 """
+from __future__ import annotations
+
+import sys
+from typing import Literal
+
 import numpy as np
+from numpy.typing import ArrayLike
 import scipy.linalg
 
 from ..._validation import check_fitted_array, check_int, check_random_state, check_scalar
 from ...federation.ledger import SERVER, CommLedger
+from ...federation.vertical import VerticalFederation
 from ...kernels.coreset import saga_epoch
 from ..base import BaseEstimator, check_is_fitted
 from .coreset import _sample_rows, check_vertical_range
-from .coreset_result import _check_federation, check_coreset, gather
+from .coreset_result import Coreset, _check_federation, check_coreset, gather
+
+if sys.version_info >= (3, 11):
+    from typing import Self
 
 __all__ = ["VerticalRidge", "ridge_central", "ridge_saga"]
 
 _ROW_BLOCK = 65536
 
 
-def ridge_central(X, y, weights, alpha):
+def ridge_central(X: np.ndarray, y: np.ndarray, weights: np.ndarray,
+                  alpha: float) -> np.ndarray:
     """Closed form ``(X^T W X + alpha I)^-1 X^T W y`` with row blocks (no ``n x d`` temporary).
 
     Solved by Cholesky; when that fails (``alpha = 0`` and a singular ``X^T W X``), the
@@ -45,7 +56,10 @@ def ridge_central(X, y, weights, alpha):
         return np.linalg.lstsq(gram, rhs, rcond=None)[0]
 
 
-def ridge_saga(X, y, weights, alpha, edges, *, max_iter, tol, step_size, rng, ledger, start):
+def ridge_saga(X: np.ndarray, y: np.ndarray, weights: np.ndarray, alpha: float,
+               edges: np.ndarray, *, max_iter: int, tol: float, step_size: float | None,
+               rng: np.random.Generator, ledger: CommLedger,
+               start: int) -> tuple[np.ndarray, int]:
     """Vertical SAGA on validated input; returns ``(theta, n_epochs)`` and records its messages.
 
     Minimizes ``sum_i p_i h_i``, ``h_i = (x_i.theta - y_i)^2 + (alpha / W) |theta|^2`` with
@@ -139,8 +153,9 @@ class VerticalRidge(BaseEstimator):
     [1.0, -2.0, 0.5]
     """
 
-    def __init__(self, alpha=1.0, *, solver="central", max_iter=100, tol=1e-6, step_size=None,
-                 random_state=None):
+    def __init__(self, alpha: float = 1.0, *, solver: Literal["central", "saga"] = "central",
+                 max_iter: int = 100, tol: float = 1e-6, step_size: float | None = None,
+                 random_state: np.random.Generator | int | None = None) -> None:
         self.alpha = alpha
         self.solver = solver
         self.max_iter = max_iter
@@ -148,7 +163,7 @@ class VerticalRidge(BaseEstimator):
         self.step_size = step_size
         self.random_state = random_state
 
-    def fit(self, federation, coreset=None):
+    def fit(self, federation: VerticalFederation, coreset: Coreset | None = None) -> Self:
         """Fit on all rows of ``federation`` or on the rows and weights of ``coreset``."""
         federation = _check_federation(federation)
         if federation.y is None:
@@ -190,7 +205,7 @@ class VerticalRidge(BaseEstimator):
         self.n_features_in_ = federation.n_features
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """``X @ coef_`` for a full-feature array ``X`` of shape (n_samples, n_features)."""
         check_is_fitted(self, "coef_")
         X = check_fitted_array(X, self.n_features_in_, "VerticalRidge")

@@ -1,12 +1,13 @@
-"""FeCA on Flower: one round, refined centroids and radii up, ServerAggregation at the server.
+"""FeCA on Flower: its protocol roles on Flower nodes, one round.
 
-The ServerApp sends every node one ``train`` message with the client settings of [FeCA] Alg. 1
-and the per-client seeds; each ClientApp runs ClientUpdate and RadiusAssign ([FeCA] Alg. 2-4) on
-its own data, with :func:`fedcore.algorithms.feca.feca_client`, and replies with its centroids
-and radii; the server runs ServerAggregation ([FeCA] Alg. 5) with
-:func:`fedcore.algorithms.feca.feca_server`. These are the functions
-:func:`fedcore.algorithms.feca.feca` runs in one process, so the same seeds give the same centers,
-bit for bit, and the same one-round :class:`~fedcore.federation.CommLedger`.
+The server role :class:`~fedcore.algorithms.feca.FeCAServer` sends every node a
+:class:`~fedcore.algorithms.feca.FeCASetup` (the client settings of [FeCA] Alg. 1 and the
+client's seed); each node's :class:`~fedcore.algorithms.feca.FeCAClient` runs ClientUpdate and
+RadiusAssign ([FeCA] Alg. 2-4) on its own data and replies with its centroids and radii; the server
+runs ServerAggregation ([FeCA] Alg. 5). These are the roles :func:`fedcore.algorithms.feca.feca`
+runs in one process, carried by the generic adapter :mod:`fedcore.integrations.flower.roles`, so
+the same seeds give the same centers, bit for bit, and the same one-round
+:class:`~fedcore.federation.CommLedger`.
 
 Two ways in:
 
@@ -18,11 +19,6 @@ Two ways in:
   (``fedcore.integrations.flower.feca:server_app`` / ``:client_app``). Every setting comes from
   the run config (:data:`RUN_CONFIG_KEYS`); the server writes the model to ``output-path``, an
   ``.npz`` file that :func:`load_feca_result` reads back.
-
-Which client a node is comes from its node config (``partition-id``, ``num-partitions``), which
-the server never sees: the request therefore carries the seeds of all clients (one integer
-each, drawn as :func:`~fedcore.algorithms.feca.feca` draws them) and each node takes the one at
-its ``partition-id``. A seed tells nothing about a client's data.
 """
 import json
 import logging
@@ -30,19 +26,15 @@ import os
 
 import numpy as np
 
-from ..._validation import check_array, check_int, check_random_state, check_scalar
-from ...algorithms.clients import client_seeds, single_threaded_kernels
-from ...algorithms.feca import FeCA, check_feca_params, feca_client, feca_server
+from ..._validation import check_int, check_scalar
+from ...algorithms.feca import FeCA, FeCAClient, check_feca_params
 from ...federation.ledger import SERVER, CommLedger
-from ._common import (DEFAULT_TIMEOUT, FlowerApps, FlowerRoundError, arrays_record, exchange,
-                      local_partition, read_arrays, require_flwr, settings, wait_for_nodes)
+from ._common import DEFAULT_TIMEOUT, require_flwr, settings
+from .roles import MESSAGE_TYPE, FlowerChannel, client_handler, estimator_apps
 
 __all__ = ["feca_apps", "run_feca_server", "client_train", "estimator_from_config",
            "save_feca_result", "load_feca_result", "server_main", "server_app", "client_app",
            "RUN_CONFIG_KEYS", "MESSAGE_TYPE"]
-
-MESSAGE_TYPE = "train"
-_STAGE = 0  # the one round of [FeCA] Alg. 1, round 0 of the ledger
 
 RUN_CONFIG_KEYS = {
     "n-clusters": "FeCA n_clusters (required)",
@@ -69,167 +61,39 @@ _ESTIMATOR_KEYS = ("n_clusters", "client_clusters", "radius", "init", "n_init", 
                    "n_local_trials", "remove_one_fit_many")
 
 
-# --------------------------------------------------------------------------------------------
-# Messages
-# --------------------------------------------------------------------------------------------
-
-def _request(params, seeds):
-    """The server's message: the client settings of [FeCA] Alg. 1 and the seed of every client."""
-    from flwr.app import ConfigRecord, RecordDict
-    return RecordDict({"feca": ConfigRecord({
-        "client-clusters": int(params["client_clusters"]), "radius": params["radius"],
-        "init": params["init"], "n-init": int(params["n_init"]),
-        "max-iter": int(params["max_iter"]), "tol": float(params["tol"]),
-        "n-local-trials": int(params["n_local_trials"]),
-        "remove-one-fit-many": bool(params["remove_one_fit_many"]),
-        "seeds": [int(s) for s in seeds]})})
+def _feca_client(X, ids, client_id):
+    return FeCAClient(X, client_id)
 
 
-def _client_reply(request, cfg):
-    """[FeCA] Alg. 1 lines 3-4 on this node's partition: the reply ``RecordDict``.
-
-    ``request`` is the ``"feca"`` ConfigRecord of :func:`_request`; ``cfg`` the node's settings.
-    """
-    from flwr.app import ConfigRecord, RecordDict
-    X, _, pid, n_parts = local_partition(cfg)
-    seeds = list(request["seeds"])
-    if len(seeds) != n_parts:
-        raise ValueError(f"Partition {pid}: the node config says num-partitions={n_parts}, but "
-                         f"the server runs FeCA on {len(seeds)} clients")
-    if not 0 <= pid < n_parts:
-        raise ValueError(f"Setting 'partition-id' must lie in [0, {n_parts}), got {pid}")
-    X = check_array(X, f"X of partition {pid}")
-    k_client = int(request["client-clusters"])
-    if X.shape[0] < k_client:
-        raise ValueError(f"Argument 'client_clusters'={k_client} exceeds the {X.shape[0]} "
-                         f"point(s) of client {pid}: every client needs at least client_clusters "
-                         "points")
-    with single_threaded_kernels():
-        centers, radii, removed = feca_client(
-            X, k_client, radius=str(request["radius"]), init=str(request["init"]),
-            n_init=int(request["n-init"]), max_iter=int(request["max-iter"]),
-            tol=float(request["tol"]), n_local_trials=int(request["n-local-trials"]),
-            remove_one_fit_many=bool(request.get("remove-one-fit-many", True)),
-            seed=int(seeds[pid]))
-    return RecordDict({"centroids": arrays_record(centers=centers, radii=radii, removed=removed),
-                       "client": ConfigRecord({"partition-id": pid, "num-partitions": n_parts})})
-
-
-def client_train(msg, context, data=None):
-    """The ClientApp's ``train`` handler: ``Message`` in, reply ``Message`` out.
-
-    ``data`` holds default settings (e.g. the dataset keys of :func:`feca_apps`), overridden by
-    the run config and then by the node config. An exception here reaches the server as an error
-    reply, which the server reports in a :class:`FlowerRoundError` naming this node.
-    """
-    from flwr.app import Message
-    reply = _client_reply(msg.content["feca"], settings(data or {}, context))
-    return Message(reply, reply_to=msg)
-
-
-# --------------------------------------------------------------------------------------------
-# Server
-# --------------------------------------------------------------------------------------------
-
-def _by_partition(replies, n_clients):
-    """``[(node, arrays)]`` indexed by partition id; raises FlowerRoundError on a duplicate or
-    out-of-range partition id, or on centroids whose width differs from the others'."""
-    owners, failures = {}, {}
-    for node, content in replies.items():
-        pid = int(content["client"]["partition-id"])
-        if not 0 <= pid < n_clients:
-            failures[node] = f"partition-id {pid} outside [0, {n_clients})"
-        elif pid in owners:
-            failures[node] = f"partition-id {pid} also claimed by node {owners[pid][0]}"
-            failures[owners[pid][0]] = f"partition-id {pid} also claimed by node {node}"
-        else:
-            owners[pid] = (node, read_arrays(content["centroids"]))
-    if not failures:
-        widths = {node: a["centers"].shape[1] for node, a in owners.values()}
-        d = widths[owners[0][0]]
-        failures = {node: f"centroids with {w} features, partition 0 sent {d}"
-                    for node, w in widths.items() if w != d}
-    if failures:
-        raise FlowerRoundError(f"{MESSAGE_TYPE} {_STAGE}", failures)
-    return [owners[pid] for pid in range(n_clients)]
+client_train = client_handler(_feca_client)
+"""The deployment ClientApp's ``train`` handler: a :class:`~fedcore.algorithms.feca.FeCAClient`
+on the node's partition (see :func:`~fedcore.integrations.flower.roles.client_handler`)."""
 
 
 def run_feca_server(grid, estimator, n_clients, timeout=DEFAULT_TIMEOUT):
     """[FeCA] Alg. 1 at the server of a Flower run: returns a new fitted :class:`~fedcore.FeCA`.
 
-    Waits for ``n_clients`` nodes, draws one seed per client from ``estimator.random_state`` as
-    :func:`~fedcore.algorithms.feca.feca` does, sends the request, and aggregates the replies in
-    partition order. Raises :class:`FlowerRoundError` when a node fails, does not reply within
-    ``timeout`` seconds or claims a partition id another node claims; nothing is returned then.
-    ``estimator.n_jobs`` plays no part (each node is one client).
+    Fits a new FeCA with the estimator's parameters over a
+    :class:`~fedcore.integrations.flower.roles.FlowerChannel` to ``n_clients`` nodes
+    (:meth:`~fedcore.FeCA.fit_over`), drawing one seed per client from ``estimator.random_state``
+    as :func:`~fedcore.algorithms.feca.feca` does. Raises :class:`FlowerRoundError` when a node
+    fails, does not reply within ``timeout`` seconds or claims a partition id another node
+    claims; nothing is returned then. ``estimator.n_jobs`` plays no part (each node is one
+    client).
     """
-    params = estimator.get_params()
-    checked = check_feca_params(**{key: params[key] for key in _ESTIMATOR_KEYS})
-    n_clients = check_int(n_clients, "n_clients", min_value=1)
-    nodes = wait_for_nodes(grid, n_clients, timeout)
-    seeds = client_seeds(check_random_state(params["random_state"]), n_clients)
-    replies = exchange(grid, {node: _request(checked, seeds) for node in nodes}, MESSAGE_TYPE,
-                       _STAGE, timeout)
-    sent = [arrays for _, arrays in _by_partition(replies, n_clients)]
-    result = feca_server([a["centers"] for a in sent], [a["radii"] for a in sent],
-                         [a["removed"] for a in sent], checked["n_clusters"],
-                         sent[0]["centers"].shape[1])
-    return FeCA(**params)._store_result(result)
+    model = FeCA(**estimator.get_params())
+    model.server_role()  # checks the parameters before any node starts
+    channel = FlowerChannel(grid, check_int(n_clients, "n_clients", min_value=1), timeout)
+    return model.fit_over(channel)
 
 
 def feca_apps(estimator, data, *, timeout=DEFAULT_TIMEOUT):
-    """A ServerApp and a ClientApp that fit ``estimator`` on Flower nodes, in one round.
-
-    Parameters
-    ----------
-    estimator : FeCA
-        Its parameters (and ``random_state``, drawn from at each run as ``fit`` does) set the run;
-        the estimator itself is not modified.
-    data : dict
-        Settings of the nodes' data, overridden by each node's node config: the keys of
-        :func:`~fedcore.integrations.flower._common.federation_from_settings` ("dataset",
-        "num-partitions", "partition", "alpha", "data-seed", ...) or a node's "data-path".
-        "num-partitions", the number of clients, is required.
-    timeout : float, default=600
-        Seconds for the nodes to connect, and for the round.
-
-    Returns
-    -------
-    FlowerApps
-        ``apps.simulate(n_nodes)`` runs the apps (``n_nodes`` = ``data["num-partitions"]``) and
-        returns, as ``apps.result``, a new fitted :class:`~fedcore.FeCA` with the estimator's
-        parameters: ``cluster_centers_``, ``client_centers_``, ``client_radii_``, ``groups_``,
-        ``n_groups_``, ``client_removed_``, ``comm_`` and ``predict`` as after ``fit``, equal to
-        ``FeCA.fit`` on the same federation with the same seed. A failed round raises
-        :class:`FlowerRoundError` and publishes nothing (``apps.result is None``).
-    """
-    require_flwr()
-    from flwr.clientapp import ClientApp
-    from flwr.serverapp import ServerApp
+    """A ServerApp and a ClientApp that fit a :class:`~fedcore.FeCA` on Flower nodes, in one
+    round: :func:`~fedcore.integrations.flower.roles.estimator_apps` (see there for ``data``,
+    ``timeout`` and the result) for a FeCA estimator."""
     if not isinstance(estimator, FeCA):
         raise TypeError(f"Argument 'estimator' must be a FeCA, got {type(estimator).__name__}")
-    params = estimator.get_params()
-    check_feca_params(**{key: params[key] for key in _ESTIMATOR_KEYS})
-    if not isinstance(data, dict):
-        raise TypeError(f"Argument 'data' must be a dict of settings, got {type(data).__name__}")
-    if "num-partitions" not in data:
-        raise ValueError(f"Argument 'data' must give 'num-partitions' (the number of clients), "
-                         f"got keys {sorted(data)}")
-    data = dict(data)
-    timeout = check_scalar(timeout, "timeout", min_value=0.0, include_min=False)
-    server_app, client_app = ServerApp(), ClientApp()
-    apps = FlowerApps(server_app, client_app)
-
-    @server_app.main()
-    def main(grid, context):
-        cfg = settings(data, context)
-        apps.publish(run_feca_server(grid, FeCA(**params), int(cfg["num-partitions"]), timeout))
-
-    @client_app.train()
-    def train(msg, context):
-        return client_train(msg, context, data)
-
-    return apps
+    return estimator_apps(estimator, data, timeout=timeout)
 
 
 # --------------------------------------------------------------------------------------------

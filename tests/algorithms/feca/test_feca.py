@@ -13,13 +13,14 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import fedcore
-from fedcore.algorithms.clients import client_kmeans, client_seeds, run_clients
+from fedcore.algorithms.clients import client_kmeans, client_seeds
+from fedcore.federation.protocol import run_clients
 from fedcore.algorithms.feca import (FeCA, FewerGroupsWarning, check_feca_params, client_update,
                                      feca, feca_client, radius_assign, server_aggregation)
-from fedcore.kernels.feca import cluster_statistics, greedy_ball_groups
+from fedcore.kernels.feca import feca_statistics, greedy_ball_groups
 from fedcore.datasets.balls import make_stochastic_ball
 from tests.reference.feca_reference import (client_update_reference,
-                                            cluster_statistics_reference,
+                                            feca_statistics_reference,
                                             radius_empirical_reference,
                                             radius_theoretical_reference,
                                             server_aggregation_reference)
@@ -30,7 +31,7 @@ LAMBDA, ETA = 3.0, 5.0  # the constants of Theorem 4.1 (lambda >= 3, eta >= 5)
 def _stats(X, labels, centers):
     k, d = centers.shape
     out = np.empty(k), np.empty((k, d)), np.empty(k), np.empty(k)
-    cluster_statistics(X, labels, np.ascontiguousarray(centers, dtype=np.float64), *out)
+    feca_statistics(X, labels, np.ascontiguousarray(centers, dtype=np.float64), *out)
     return out
 
 
@@ -56,7 +57,7 @@ def test_cluster_statistics_matches_reference(seed, n, d, k, dtype):
     labels = rng.integers(0, k, size=n).astype(np.int64)  # some clusters may be empty
     centers = rng.normal(size=(k, d))
     counts, sums, costs, max_sq = _stats(X, labels, centers)
-    ref = cluster_statistics_reference(X, labels, centers)
+    ref = feca_statistics_reference(X, labels, centers)
     np.testing.assert_array_equal(counts, ref[0])
     np.testing.assert_allclose(sums, ref[1], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(costs, ref[2], rtol=1e-12, atol=1e-12)
@@ -78,12 +79,12 @@ def test_cluster_statistics_chunks_and_threads_bit_identical():
     finally:
         numba.set_num_threads(previous)
     out = np.empty(5), np.empty((5, 3)), np.empty(5), np.empty(5)
-    cluster_statistics.py_func(X, labels, centers, *out)
+    feca_statistics.py_func(X, labels, centers, *out)
     results.append(out)
     for other in results[1:]:
         for a, b in zip(results[0], other):
             np.testing.assert_array_equal(a, b)
-    np.testing.assert_allclose(results[0][2], cluster_statistics_reference(X, labels, centers)[2],
+    np.testing.assert_allclose(results[0][2], feca_statistics_reference(X, labels, centers)[2],
                                rtol=1e-10)
 
 
@@ -471,9 +472,10 @@ def test_feca_function_and_params_take_the_switch():
 
 def test_flower_request_and_run_config_carry_the_switch():
     pytest.importorskip("flwr", reason="the Flower apps need the optional dependency flwr")
-    from fedcore.integrations.flower._common import federation_from_settings, read_arrays
-    from fedcore.integrations.flower.feca import (RUN_CONFIG_KEYS, _client_reply, _request,
-                                                  estimator_from_config)
+    from fedcore.algorithms.feca import FeCAClient, FeCASetup
+    from fedcore.integrations.flower._common import federation_from_settings
+    from fedcore.integrations.flower.feca import RUN_CONFIG_KEYS, estimator_from_config
+    from fedcore.integrations.flower.roles import decode, encode
     assert "remove-one-fit-many" in RUN_CONFIG_KEYS
     assert estimator_from_config({"n-clusters": 3}).remove_one_fit_many is True
     for value in (False, "false", "False"):
@@ -488,15 +490,17 @@ def test_flower_request_and_run_config_carry_the_switch():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FewerGroupsWarning)
         want = FeCA(15, init="random", remove_one_fit_many=False, random_state=6).fit(fed)
-    checked = check_feca_params(15, init="random", remove_one_fit_many=False)
-    request = _request(checked, client_seeds(np.random.default_rng(6), 3))["feca"]
-    assert request["remove-one-fit-many"] is False
+    server = FeCA(15, init="random", remove_one_fit_many=False, random_state=6).server_role()
+    seeds = client_seeds(np.random.default_rng(6), 3)
     for pid in range(3):
-        reply = read_arrays(_client_reply(request, dict(data, **{"partition-id": pid}))
-                            ["centroids"])
-        np.testing.assert_array_equal(reply["centers"], want.client_centers_[pid])
-        np.testing.assert_array_equal(reply["radii"], want.client_radii_[pid])
-        assert reply["removed"].size == 0
+        setup = FeCASetup(seed=seeds[pid], **{key: value for key, value in server.params.items()
+                                             if key != "n_clusters"})
+        request = decode(encode(setup))
+        assert request.remove_one_fit_many is False
+        reply = decode(encode(FeCAClient(fed.client(pid)[0], pid).handle(request)))
+        np.testing.assert_array_equal(reply.centers, want.client_centers_[pid])
+        np.testing.assert_array_equal(reply.radii, want.client_radii_[pid])
+        assert reply.removed.size == 0
 
 
 @pytest.mark.parametrize("kwargs, exc, match", [

@@ -18,13 +18,14 @@ from flwr.clientapp import ClientApp  # noqa: E402
 
 from fedcore.algorithms.feca import FeCA, FewerGroupsWarning  # noqa: E402
 from fedcore.integrations.flower import FlowerRoundError  # noqa: E402
-from fedcore.integrations.flower._common import (arrays_record,  # noqa: E402
-                                                 federation_from_settings, read_arrays)
+from fedcore.integrations.flower._common import federation_from_settings  # noqa: E402
 from fedcore.algorithms.clients import client_seeds  # noqa: E402
-from fedcore.algorithms.feca import check_feca_params  # noqa: E402
-from fedcore.integrations.flower.feca import (_by_partition, _client_reply,  # noqa: E402
-                                              _request, client_train, estimator_from_config,
+from fedcore.algorithms.feca import FeCASetup  # noqa: E402
+from fedcore.federation.protocol import ProtocolError  # noqa: E402
+from fedcore.integrations.flower.feca import (client_train, estimator_from_config,  # noqa: E402
                                               feca_apps, load_feca_result, save_feca_result)
+from fedcore.integrations.flower.roles import (HELLO, decode, encode,  # noqa: E402
+                                               map_partitions)
 
 
 def assert_same_model(got, want):
@@ -83,9 +84,10 @@ def test_failing_node_is_named_and_nothing_is_published():
 
     @broken.train()
     def train(msg, context):
-        if int(context.node_config["partition-id"]) == 1:
+        hello = msg.content["scalars"]["fedcore-type"] == HELLO
+        if int(context.node_config["partition-id"]) == 1 and not hello:
             raise RuntimeError(f"node {context.node_id} lost its disk")
-        return client_train(msg, context, data)
+        return client_train(msg, context)
 
     apps.client_app = broken
     with pytest.raises(FlowerRoundError, match="no model was published") as info:
@@ -106,7 +108,7 @@ def test_silent_nodes_are_named_after_the_timeout():
     @slow.train()
     def train(msg, context):
         time.sleep(3.0)
-        return client_train(msg, context, data)
+        return client_train(msg, context)
 
     apps.client_app = slow
     with pytest.raises(FlowerRoundError) as info:
@@ -121,25 +123,45 @@ def test_silent_nodes_are_named_after_the_timeout():
 # Without the simulation engine
 # ------------------------------------------------------------------------------------------
 
-def _reply(pid, d=2, m=3):
-    return RecordDict({"centroids": arrays_record(centers=np.zeros((m, d)), radii=np.ones(m),
-                                                  removed=np.empty(0, dtype=np.int64)),
-                       "client": ConfigRecord({"partition-id": pid, "num-partitions": 3})})
+def _hello(pid, parts=3):
+    return RecordDict({"scalars": ConfigRecord({"partition-id": pid, "num-partitions": parts})})
 
 
-def test_replies_are_ordered_by_partition_and_checked():
-    order = _by_partition({30: _reply(2), 10: _reply(0), 20: _reply(1)}, 3)
-    assert [node for node, _ in order] == [10, 20, 30]
+def test_nodes_are_mapped_to_partitions_and_checked():
+    assert map_partitions({30: _hello(2), 10: _hello(0), 20: _hello(1)}, 3) == [10, 20, 30]
     with pytest.raises(FlowerRoundError) as info:
-        _by_partition({10: _reply(0), 20: _reply(1), 30: _reply(1)}, 3)
+        map_partitions({10: _hello(0), 20: _hello(1), 30: _hello(1)}, 3)
     assert set(info.value.failures) == {20, 30}
     assert "also claimed by node" in info.value.failures[30]
     with pytest.raises(FlowerRoundError) as info:
-        _by_partition({10: _reply(0), 20: _reply(1), 30: _reply(3)}, 3)
+        map_partitions({10: _hello(0), 20: _hello(1), 30: _hello(3)}, 3)
     assert set(info.value.failures) == {30}
     with pytest.raises(FlowerRoundError) as info:
-        _by_partition({10: _reply(0), 20: _reply(1, d=3), 30: _reply(2)}, 3)
-    assert info.value.failures == {20: "centroids with 3 features, partition 0 sent 2"}
+        map_partitions({10: _hello(0), 20: _hello(1, parts=4), 30: _hello(2)}, 3)
+    assert info.value.failures == {20: "num-partitions 4, the server runs 3 clients"}
+
+
+class _Channel:
+    """Replies as given, to test what a server role does with them."""
+
+    def __init__(self, replies):
+        self.replies, self.n_clients = replies, len(replies)
+        self.ledger = None
+
+    def exchange(self, requests, round):
+        return {l: self.replies[l] for l in requests}
+
+
+def test_server_refuses_centroids_of_different_widths():
+    from fedcore.algorithms.feca import FeCACentroids
+    sent = [FeCACentroids(np.zeros((3, d)), np.ones(3), np.empty(0, dtype=np.int64))
+            for d in (2, 3, 2)]
+    with pytest.raises(ProtocolError, match="different widths"):
+        FeCA(3, random_state=0).server_role().run(_Channel(sent))
+    with pytest.raises(ProtocolError, match="expected a FeCACentroids"):
+        FeCA(3, random_state=0).server_role().run(_Channel([FeCASetup(0, 3, "empirical",
+                                                                      "random", 1, 1, 0.0, 1,
+                                                                      True)] * 2))
 
 
 def test_saved_model_loads_back_equal(tmp_path):
@@ -188,27 +210,48 @@ def test_run_config_describes_the_estimator():
         estimator_from_config({"n-clusters": 3, "radius": "widest"})
 
 
+def _context(pid, data, state=None):
+    from flwr.app import Context
+    return Context(run_id=1, node_id=100 + pid, node_config={"partition-id": pid},
+                   state=RecordDict() if state is None else state, run_config=dict(data))
+
+
+def _message(content):
+    from flwr.app import Message
+    return Message(content, dst_node_id=1, message_type="train")
+
+
 @pytest.mark.parametrize("n_local_trials", [None, 1, 3, "auto"])
 def test_client_reply_equals_the_in_process_client(n_local_trials):
-    """The request carries the client seeding (greedy or vanilla k-means++) to every node: each
-    node's reply equals what that client computes in FeCA.fit, without the simulation engine."""
+    """The setup message carries the client seeding (greedy or vanilla k-means++) to every node:
+    each node's reply, from the deployment ClientApp's handler, equals what that client computes
+    in FeCA.fit, without the simulation engine."""
     data = {"dataset": "s1", "num-partitions": 3, "partition": "dirichlet", "alpha": 0.3,
             "data-seed": 2}
     estimator = FeCA(15, n_local_trials=n_local_trials, random_state=4)
     want = FeCA(**estimator.get_params()).fit(federation_from_settings(data))
-    checked = check_feca_params(**{key: value for key, value in estimator.get_params().items()
-                                   if key not in ("n_jobs", "random_state")})
-    request = _request(checked, client_seeds(np.random.default_rng(4), 3))["feca"]
+    params = {key: value for key, value in estimator.server_role().params.items()
+              if key != "n_clusters"}
+    seeds = client_seeds(np.random.default_rng(4), 3)
     for pid in range(3):
-        node = dict(data, **{"partition-id": pid})
-        reply = read_arrays(_client_reply(request, node)["centroids"])
-        np.testing.assert_array_equal(reply["centers"], want.client_centers_[pid])
-        np.testing.assert_array_equal(reply["radii"], want.client_radii_[pid])
+        context = _context(pid, data)
+        hello = client_train(_message(RecordDict({"scalars": ConfigRecord(
+            {"fedcore-type": HELLO})})), context).content["scalars"]
+        assert (hello["partition-id"], hello["num-partitions"]) == (pid, 3)
+        setup = encode(FeCASetup(seed=seeds[pid], **params))
+        reply = decode(client_train(_message(setup), context).content)
+        np.testing.assert_array_equal(reply.centers, want.client_centers_[pid])
+        np.testing.assert_array_equal(reply.radii, want.client_radii_[pid])
+        np.testing.assert_array_equal(reply.removed, want.client_removed_[pid])
+        assert reply.size() == (reply.centers.size + reply.radii.size,
+                                64 * (reply.centers.size + reply.radii.size))
 
 
 def test_feca_apps_checks_its_arguments():
     with pytest.raises(TypeError, match="'estimator' must be a FeCA"):
         feca_apps(object(), {"num-partitions": 2})
+    with pytest.raises(TypeError, match="'data' must be a dict"):
+        feca_apps(FeCA(3), [("num-partitions", 2)])
     with pytest.raises(ValueError, match="num-partitions"):
         feca_apps(FeCA(3), {"dataset": "s1"})
     with pytest.raises(ValueError, match="n_init"):

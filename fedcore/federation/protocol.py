@@ -1,0 +1,210 @@
+"""The client/server protocol of fedcore's federated methods: messages, roles and channels.
+
+A federated method is a pair of roles ([docs/architecture.md], "The protocol"):
+
+- a **client role** holds one client's data and answers the server's messages: its
+  ``handle(message)`` returns the reply (a :class:`Message`);
+- a **server role** runs the rounds: its ``run(channel)`` sends messages to the clients through a
+  :class:`Channel` and returns the method's result.
+
+Messages are frozen dataclasses deriving from :class:`Message`, whose fields are exactly what
+crosses the wire: NumPy arrays and scalars (``int``, ``float``, ``bool``, ``str``). The channel
+that carries them counts them in a :class:`~fedcore.federation.ledger.CommLedger`, measured from
+the message objects (:meth:`Message.size`), never entered by hand. Two channels exist:
+:class:`InProcessChannel` calls client roles held in this process (what the estimators use), and
+the Flower adapter (:mod:`fedcore.integrations.flower.roles`) sends the same messages to Flower
+nodes, so one method has one implementation and one ledger on both engines.
+
+What the ledger counts
+----------------------
+A message's *payload* is every field except those declared with ``diagnostic()`` (reports the
+server keeps, such as the indices of the centroids a FeCA client removed, which the method does
+not need). Its size is the number of payload elements (an array counts its ``size``, a scalar
+counts one) and its bits (``bits_per_element`` per element: the itemsize of an array's dtype times
+8, 64 for a scalar; a message type may narrow it, e.g. to the width of a prime field). Setup
+messages (``counted = False``: the settings and random seed each client receives before the first
+round) configure the run and are not part of any paper's communication count; the ledger leaves
+them out, and so does it for requests whose payload is empty (a server asking for a reply).
+"""
+import dataclasses
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ClassVar, Protocol
+
+import numba
+import numpy as np
+
+from .._validation import check_int
+from ..kernels.parallel import single_threaded_kernels
+from .ledger import SERVER, CommLedger
+
+__all__ = ["Message", "diagnostic", "message_type", "type_name", "expect", "ClientRole",
+           "ServerRole", "Channel", "InProcessChannel", "run_clients", "ProtocolError"]
+
+_TYPES = {}
+
+
+class ProtocolError(RuntimeError):
+    """A role received a message it does not expect, or a reply of the wrong type."""
+
+
+def diagnostic(**kwargs):
+    """A dataclass field that travels for reporting only: not counted in the ledger."""
+    return dataclasses.field(metadata={"diagnostic": True}, **kwargs)
+
+
+class Message:
+    """Base class of every message of fedcore's protocol (subclasses are frozen dataclasses).
+
+    Class attributes a subclass may set: ``kind`` (the ledger's name for it; default the class
+    name), ``counted`` (False for setup messages, see the module's notes).
+    """
+
+    kind: ClassVar[str] = ""
+    counted: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _TYPES[type_name(cls)] = cls
+
+    def fields(self):
+        """``{name: value}`` of every field, in declaration order."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def bits_per_element(self, name, value):
+        """Bits of one element of field ``name`` on the wire (dtype width; 64 for scalars)."""
+        return value.dtype.itemsize * 8 if isinstance(value, np.ndarray) else 64
+
+    def size(self):
+        """``(n_elements, n_bits)`` of the payload (every field that is not diagnostic)."""
+        elements = bits = 0
+        for f in dataclasses.fields(self):
+            if f.metadata.get("diagnostic"):
+                continue
+            value = getattr(self, f.name)
+            n = int(value.size) if isinstance(value, np.ndarray) else 1
+            elements += n
+            bits += n * self.bits_per_element(f.name, value)
+        return elements, bits
+
+    def record(self, ledger, round, sender, receiver):
+        """Count this message in ``ledger`` unless it is a setup message or has no payload."""
+        if not self.counted:
+            return
+        n_elements, n_bits = self.size()
+        if n_elements:
+            ledger.record(round, sender=sender, receiver=receiver,
+                          kind=self.kind or type(self).__name__, n_elements=n_elements,
+                          n_bits=n_bits)
+
+
+def type_name(cls):
+    """The wire name of a message class: ``module.QualifiedName``."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def message_type(name):
+    """The message class registered under wire name ``name``; only :class:`Message` subclasses
+    can be named (the Flower adapter never unpickles what it receives)."""
+    try:
+        return _TYPES[name]
+    except KeyError:
+        raise ProtocolError(f"Unknown message type {name!r}") from None
+
+
+class ClientRole(Protocol):
+    """What a client role is: it holds one client's data and answers each message the server
+    sends with a reply (a :class:`Message`)."""
+
+    def handle(self, message: Message) -> Message:
+        ...
+
+
+class ServerRole(Protocol):
+    """What a server role is: it runs the rounds over a channel and returns the method's
+    result."""
+
+    def run(self, channel: "Channel") -> Any:
+        ...
+
+
+class Channel:
+    """What a server role talks through: ``exchange`` sends one message to each addressed client
+    and returns their replies, counting both in ``ledger``.
+
+    Attributes
+    ----------
+    n_clients : int, clients are addressed as ``0 .. n_clients - 1``
+    ledger : CommLedger, every counted message of the run
+    """
+
+    n_clients: int
+    ledger: CommLedger
+
+    def exchange(self, requests, round):
+        """Send ``requests[client]`` to each client; ``{client: reply}`` in the same order."""
+        raise NotImplementedError
+
+    def broadcast(self, message, round):
+        """The same message to every client: ``exchange({l: message for every l}, round)``."""
+        return self.exchange({l: message for l in range(self.n_clients)}, round)
+
+    def _count(self, requests, replies, round):
+        for l, message in requests.items():
+            message.record(self.ledger, round, SERVER, l)
+        for l, reply in replies.items():
+            if not isinstance(reply, Message):
+                raise ProtocolError(f"Client {l} replied with a {type(reply).__name__}, "
+                                    "not a Message")
+            reply.record(self.ledger, round, l, SERVER)
+
+
+class InProcessChannel(Channel):
+    """A channel to client roles held in this process.
+
+    Clients answer on a thread pool of ``n_jobs`` workers (see :func:`run_clients`), each with
+    single-threaded kernels; every client's randomness is fixed before the round, so replies do
+    not depend on ``n_jobs``.
+    """
+
+    def __init__(self, clients, *, n_jobs=None, ledger=None):
+        self.clients = list(clients)
+        self.n_clients = len(self.clients)
+        self.n_jobs = n_jobs
+        self.ledger = CommLedger() if ledger is None else ledger
+
+    def exchange(self, requests, round):
+        requests = dict(requests)
+        addressed = list(requests)
+        answers = run_clients(lambda i: self.clients[addressed[i]].handle(requests[addressed[i]]),
+                              len(addressed), self.n_jobs)
+        replies = dict(zip(addressed, answers))
+        self._count(requests, replies, round)
+        return replies
+
+
+def _single_threaded_call(fn, l):
+    with single_threaded_kernels():
+        return fn(l)
+
+
+def run_clients(fn, n_clients, n_jobs=None):
+    """``[fn(0), ..., fn(n_clients - 1)]``, client by client or on a thread pool.
+
+    ``n_jobs=None`` uses ``numba.get_num_threads()`` workers (1 runs in the calling thread). Every
+    call runs with single-threaded kernels, and each client's randomness is fixed before the call,
+    so the result does not depend on ``n_jobs`` or on scheduling.
+    """
+    n_jobs = numba.get_num_threads() if n_jobs is None else check_int(n_jobs, "n_jobs",
+                                                                      min_value=1)
+    n_jobs = min(n_jobs, n_clients)
+    if n_jobs <= 1:
+        return [_single_threaded_call(fn, l) for l in range(n_clients)]
+    with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+        return list(pool.map(lambda l: _single_threaded_call(fn, l), range(n_clients)))
+
+
+def expect(message, cls, role):
+    """``message`` if it is a ``cls``, else a :class:`ProtocolError` naming ``role``."""
+    if not isinstance(message, cls):
+        raise ProtocolError(f"{role} expected a {cls.__name__}, got {type(message).__name__}")
+    return message

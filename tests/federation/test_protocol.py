@@ -1,0 +1,117 @@
+"""The protocol: messages measure themselves, channels count what crosses them."""
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import fedcore
+from fedcore.algorithms.base import FederatedEstimator
+from fedcore.federation.ledger import SERVER, CommLedger
+from fedcore.federation.protocol import (InProcessChannel, Message, ProtocolError, diagnostic,
+                                         message_type, type_name)
+
+
+@dataclass(frozen=True, eq=False)
+class Block(Message):
+    kind = "block"
+    values: np.ndarray
+    scale: float
+    note: np.ndarray = diagnostic()
+
+
+@dataclass(frozen=True, eq=False)
+class Hint(Message):
+    counted = False
+    seed: int
+
+
+@dataclass(frozen=True, eq=False)
+class Ask(Message):
+    pass
+
+
+class Doubler:
+    def __init__(self, offset):
+        self.offset = offset
+        self.seed = None
+
+    def handle(self, message):
+        if isinstance(message, Hint):
+            self.seed = message.seed
+            return Ask()
+        if isinstance(message, Ask):
+            return Block(np.full(3, self.offset, dtype=np.int32), 1.0, np.zeros(5))
+        return Block(2 * message.values + self.offset, message.scale, np.zeros(5))
+
+
+def test_size_counts_payload_elements_and_dtype_bits():
+    m = Block(np.zeros((4, 3)), 2.0, np.zeros(100))
+    assert m.size() == (13, 12 * 64 + 64)            # the diagnostic field is not counted
+    assert Block(np.zeros(6, dtype=np.float32), 1.0, np.zeros(0)).size() == (7, 6 * 32 + 64)
+    assert Ask().size() == (0, 0)
+
+
+def test_channel_counts_requests_and_replies_measured_from_the_messages():
+    clients = [Doubler(l) for l in range(3)]
+    channel = InProcessChannel(clients)
+    replies = channel.exchange({l: Block(np.arange(4.0), 0.5, np.zeros(1)) for l in range(3)},
+                               round=2)
+    for l in range(3):
+        np.testing.assert_array_equal(replies[l].values, 2 * np.arange(4.0) + l)
+    ms = channel.ledger.messages
+    assert [(m.round, m.sender, m.receiver, m.kind, m.n_elements, m.n_bits) for m in ms] == (
+        [(2, SERVER, l, "block", 5, 320) for l in range(3)]
+        + [(2, l, SERVER, "block", 5, 320) for l in range(3)])
+
+
+def test_setup_messages_and_empty_requests_are_not_counted():
+    clients = [Doubler(0), Doubler(1)]
+    channel = InProcessChannel(clients)
+    channel.exchange({0: Hint(seed=3), 1: Hint(seed=4)}, round=0)
+    assert [c.seed for c in clients] == [3, 4] and channel.ledger.n_messages == 0
+    replies = channel.broadcast(Ask(), round=0)
+    assert [r.values.dtype for r in replies.values()] == [np.int32, np.int32]
+    assert channel.ledger.summary()["down"]["messages"] == 0
+    assert channel.ledger.summary()["up"] == {"messages": 2, "elements": 8,
+                                              "bits": 2 * (3 * 32 + 64)}
+    ledger = CommLedger()
+    Hint(seed=1).record(ledger, 0, SERVER, 0)
+    assert ledger.n_messages == 0
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2, 5])
+def test_replies_do_not_depend_on_the_thread_pool(n_jobs):
+    channel = InProcessChannel([Doubler(l) for l in range(5)], n_jobs=n_jobs)
+    replies = channel.exchange({4: Ask(), 1: Ask()}, round=0)
+    assert list(replies) == [4, 1]
+    assert [int(r.values[0]) for r in replies.values()] == [4, 1]
+
+
+def test_a_reply_that_is_not_a_message_is_refused():
+    class Rude:
+        def handle(self, message):
+            return {"values": [1, 2]}
+
+    with pytest.raises(ProtocolError, match="Client 0 replied with a dict"):
+        InProcessChannel([Rude()]).broadcast(Ask(), round=0)
+
+
+def test_message_types_are_registered_by_wire_name():
+    assert message_type(type_name(Block)) is Block
+    with pytest.raises(ProtocolError, match="Unknown message type"):
+        message_type("pickle.loads")
+
+
+@pytest.mark.parametrize("cls", [fedcore.FeCA, fedcore.KFed, fedcore.MatchAveraging,
+                                 fedcore.FFCM])
+def test_fit_over_a_channel_equals_fit(cls):
+    """An estimator's roles, run by hand over an in-process channel, give what fit gives."""
+    X, y, _ = fedcore.datasets.make_gaussian_mixture(600, 3, 4, random_state=0)
+    fed = fedcore.partition(X, 4, "iid", random_state=1)
+    est = cls(4, random_state=5)
+    assert isinstance(est, FederatedEstimator)
+    want = cls(**est.get_params()).fit(fed)
+    clients = [est.client_role(fed.client(l)[0], l) for l in range(fed.n_clients)]
+    got = cls(**est.get_params()).fit_over(InProcessChannel(clients, n_jobs=2))
+    np.testing.assert_array_equal(got.cluster_centers_, want.cluster_centers_)
+    assert got.comm_.messages == want.comm_.messages
