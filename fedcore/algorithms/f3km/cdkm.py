@@ -8,9 +8,14 @@ party with all columns is the single-machine case and runs whole sweeps inside o
 (:func:`fedcore.kernels.cd.kmeans.bcd_sweep`); several parties (a ``VerticalFederation``) run the
 same kernels range by range, every message recorded in a :class:`~fedcore.federation.CommLedger`.
 """
+from __future__ import annotations
+
 import math
+import sys
+from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..._validation import (check_array, check_fitted_array, check_int, check_random_state,
                            check_weighted_range)
@@ -21,6 +26,9 @@ from ..base import BaseEstimator, check_is_fitted
 from .party import CDParty, LocalParties, final_center_block
 from .server import SweepServer, run_bcd
 from ..kmeans.seeding import seed_lazy
+
+if sys.version_info >= (3, 11):
+    from typing import Self
 
 __all__ = ["CDKM", "BCDKM", "bcd_kmeans"]
 
@@ -85,7 +93,9 @@ def join_blocks(blocks, sse_parts):
     return np.hstack(blocks), sse
 
 
-def bcd_kmeans(X, n_clusters, *, block_size="auto", max_iter=300, random_state=None):
+def bcd_kmeans(X: ArrayLike | VerticalFederation, n_clusters: int, *,
+               block_size: int | Literal["auto"] = "auto", max_iter: int = 300,
+               random_state: np.random.Generator | int | None = None) -> dict[str, Any]:
     """BCDKM ([F3KM] Alg. 2) on an array, or DisBCDKM ([F3KM] Alg. 3) on a ``VerticalFederation``.
 
     Returns a dict with ``labels``, ``centers``, ``inertia``, ``n_iter``, ``objective_history``,
@@ -205,7 +215,9 @@ class BCDKM(BaseEstimator):
     1.0
     """
 
-    def __init__(self, n_clusters=8, *, block_size="auto", max_iter=300, random_state=None):
+    def __init__(self, n_clusters: int = 8, *, block_size: int | Literal["auto"] = "auto",
+                 max_iter: int = 300,
+                 random_state: np.random.Generator | int | None = None) -> None:
         self.n_clusters = n_clusters
         self.block_size = block_size
         self.max_iter = max_iter
@@ -214,16 +226,17 @@ class BCDKM(BaseEstimator):
     def _fit_params(self):
         return {"block_size": self.block_size}
 
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike | VerticalFederation, y: object = None) -> Self:
         """Fit on an array of shape (n_samples, n_features) or a ``VerticalFederation``."""
         result = bcd_kmeans(X, self.n_clusters, max_iter=self.max_iter,
                             random_state=self.random_state, **self._fit_params())
         return _store_bcd_result(self, result)
 
-    def fit_predict(self, X, y=None):
+    def fit_predict(self, X: ArrayLike | VerticalFederation,
+                    y: object = None) -> np.ndarray:
         return self.fit(X).labels_
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Nearest fitted center of each row (lowest index on ties)."""
         check_is_fitted(self, "cluster_centers_")
         X = check_fitted_array(X, self.n_features_in_, type(self).__name__)
@@ -255,7 +268,8 @@ class CDKM(BCDKM):
     [0.5, 10.5]
     """
 
-    def __init__(self, n_clusters=8, *, max_iter=300, random_state=None):
+    def __init__(self, n_clusters: int = 8, *, max_iter: int = 300,
+                 random_state: np.random.Generator | int | None = None) -> None:
         self.n_clusters = n_clusters
         self.max_iter = max_iter
         self.random_state = random_state

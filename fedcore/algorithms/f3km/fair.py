@@ -8,16 +8,27 @@ kernels in :mod:`fedcore.kernels.cd.kmeans`), then Theta by [F3KM] eq. (31) and 
 [F3KM] eq. (32). The parties' steps are in :mod:`._cd_party`, the server's in
 :mod:`._cd_server`; the Flower apps (:mod:`fedcore.integrations.flower.f3km`) run the same ones.
 """
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any, Literal
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..._validation import check_int, check_random_state, check_scalar
 from ...federation.ledger import CommLedger
+from ...federation.vertical import VerticalFederation
 from ...metrics.fairness import check_fairness_bounds
 from ..base import BaseEstimator
 from .party import CDParty, LocalParties, encode_party_groups
 from .server import STOP_RULES, SweepServer, combine_balance, run_admm
 from .cdkm import (_check_data, _final_centers, _initial_labels, resolve_block_size,
                    _store_bcd_result)
+
+if sys.version_info >= (3, 11):
+    from typing import Self
 
 __all__ = ["FairKMeans", "fair_kmeans"]
 
@@ -78,9 +89,14 @@ def group_bounds(eta, delta, alpha=None, beta=None):
     return alpha_all, beta_all
 
 
-def fair_kmeans(X, n_clusters, groups=None, *, delta=0.2, alpha=None, beta=None,
-                block_size="auto", rho=1.0, rho_schedule="sqrt", violation=1, max_iter=100,
-                tol=1e-4, stop="fedcore", random_state=None):
+def fair_kmeans(X: ArrayLike | VerticalFederation, n_clusters: int,
+                groups: ArrayLike | Sequence[ArrayLike] | None = None, *, delta: float = 0.2,
+                alpha: ArrayLike | None = None, beta: ArrayLike | None = None,
+                block_size: int | Literal["auto"] = "auto", rho: float = 1.0,
+                rho_schedule: Literal["sqrt", "constant"] = "sqrt", violation: float = 1,
+                max_iter: int = 100, tol: float = 1e-4,
+                stop: Literal["fedcore", "paper"] = "fedcore",
+                random_state: np.random.Generator | int | None = None) -> dict[str, Any]:
     """F3KM on an array (``groups`` given) or a ``VerticalFederation``; see :class:`FairKMeans`.
 
     Returns a dict with the fitted quantities (``labels``, ``centers``, ``inertia``, ``balance``,
@@ -209,9 +225,13 @@ class FairKMeans(BaseEstimator):
     (True, True)
     """
 
-    def __init__(self, n_clusters=8, *, delta=0.2, alpha=None, beta=None, block_size="auto",
-                 rho=1.0, rho_schedule="sqrt", violation=1, max_iter=100, tol=1e-4,
-                 stop="fedcore", random_state=None):
+    def __init__(self, n_clusters: int = 8, *, delta: float = 0.2,
+                 alpha: ArrayLike | None = None, beta: ArrayLike | None = None,
+                 block_size: int | Literal["auto"] = "auto", rho: float = 1.0,
+                 rho_schedule: Literal["sqrt", "constant"] = "sqrt", violation: float = 1,
+                 max_iter: int = 100, tol: float = 1e-4,
+                 stop: Literal["fedcore", "paper"] = "fedcore",
+                 random_state: np.random.Generator | int | None = None) -> None:
         self.n_clusters = n_clusters
         self.delta = delta
         self.alpha = alpha
@@ -225,11 +245,13 @@ class FairKMeans(BaseEstimator):
         self.stop = stop
         self.random_state = random_state
 
-    def fit(self, X, y=None, groups=None):
+    def fit(self, X: ArrayLike | VerticalFederation, y: object = None,
+            groups: ArrayLike | Sequence[ArrayLike] | None = None) -> Self:
         """Fit on an array with ``groups``, or on a ``VerticalFederation`` (groups inside)."""
         params = self.get_params()
         k = params.pop("n_clusters")
         return _store_bcd_result(self, fair_kmeans(X, k, groups, **params))
 
-    def fit_predict(self, X, y=None, groups=None):
+    def fit_predict(self, X: ArrayLike | VerticalFederation, y: object = None,
+                    groups: ArrayLike | Sequence[ArrayLike] | None = None) -> np.ndarray:
         return self.fit(X, groups=groups).labels_

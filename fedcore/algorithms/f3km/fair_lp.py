@@ -4,9 +4,15 @@ A linear program with ``n_samples * n_clusters`` variables (solved with HiGHS) a
 fixed centers under the group-share bounds, then the iterative rounding of [FairLP] makes the
 assignment integral.
 """
+from __future__ import annotations
+
 import math
+import sys
+from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..._validation import (check_array, check_int, check_random_state, check_scalar,
                            check_weighted_range)
@@ -15,6 +21,9 @@ from ...metrics.fairness import check_fairness_bounds, encode_groups, balance, s
 from ..base import BaseEstimator
 from ..kmeans.lloyd import KMeans
 from ..kmeans.seeding import seed_lazy
+
+if sys.version_info >= (3, 11):
+    from typing import Self
 
 __all__ = ["FairLP"]
 
@@ -206,8 +215,11 @@ class FairLP(BaseEstimator):
     (True, [4, 4])
     """
 
-    def __init__(self, n_clusters=8, *, delta=0.2, alpha=None, beta=None, init="k-means++",
-                 max_iter=300, time_limit=None, random_state=None):
+    def __init__(self, n_clusters: int = 8, *, delta: float = 0.2,
+                 alpha: ArrayLike | None = None, beta: ArrayLike | None = None,
+                 init: Literal["k-means++"] | ArrayLike = "k-means++", max_iter: int = 300,
+                 time_limit: float | None = None,
+                 random_state: np.random.Generator | int | None = None) -> None:
         self.n_clusters = n_clusters
         self.delta = delta
         self.alpha = alpha
@@ -217,7 +229,8 @@ class FairLP(BaseEstimator):
         self.time_limit = time_limit
         self.random_state = random_state
 
-    def fit(self, X, y=None, groups=None):
+    def fit(self, X: ArrayLike, y: object = None,
+            groups: ArrayLike | Sequence[ArrayLike] | None = None) -> Self:
         X = check_array(X, "X", distance_range=True)
         n = X.shape[0]
         check_weighted_range(X, float(n))  # the LP's cost and the SSE add n squared distances

@@ -19,7 +19,12 @@ The server side (sums over parties, the choice of labels, block rules, the ADMM 
 :mod:`fedcore.algorithms.f3km.server`; in one process :class:`LocalParties` calls the parties
 directly, in a Flower run each party is a node (:mod:`fedcore.integrations.flower.f3km`).
 """
+from __future__ import annotations
+
+from collections.abc import Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ...kernels.cd import kmeans as K
 from ...kernels.kmeans.distances import pairwise_sq_distances
@@ -29,7 +34,8 @@ __all__ = ["CDParty", "LocalParties", "encode_party_groups", "final_center_block
            "tolerance_part", "update_dual"]
 
 
-def encode_party_groups(attributes, n):
+def encode_party_groups(attributes: ArrayLike | Sequence[ArrayLike] | None, n: int,
+                        ) -> tuple[np.ndarray | None, int, np.ndarray]:
     """One party's sensitive attributes as ``(codes, n_groups, eta)``.
 
     ``attributes``: None, an empty list, one categorical array of shape (n,) or a list of them.
@@ -47,7 +53,7 @@ def encode_party_groups(attributes, n):
     return codes, L, eta / n
 
 
-def update_dual(party, alpha, beta, rho):
+def update_dual(party: CDParty, alpha: np.ndarray, beta: np.ndarray, rho: float) -> None:
     """[F3KM] eq. (31) (Theta: the exact box-constrained minimizer, a clip to [beta, alpha]) and
     [F3KM] eq. (32).
 
@@ -67,7 +73,7 @@ def update_dual(party, alpha, beta, rho):
         party.u[:, full] = u + rho * (theta - ratio)
 
 
-def tolerance_part(u, rho):
+def tolerance_part(u: np.ndarray, rho: float) -> float:
     """A party's part of the rounding allowance on the Lagrangian: ``sum_l (rho + max_m |u_lm|)``
     (0 without groups)."""
     if u.shape[0] == 0:
@@ -75,7 +81,8 @@ def tolerance_part(u, rho):
     return float((rho + np.abs(u).max(axis=1)).sum())
 
 
-def final_center_block(X, labels, k, seed_rows):
+def final_center_block(X: np.ndarray, labels: np.ndarray, k: int,
+                       seed_rows: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
     """One party's block of the final centers and its part of the SSE ([F3KM] eq. (1)).
 
     Cluster means of the party's columns; an empty cluster keeps its k-means++ seed
@@ -108,7 +115,9 @@ class CDParty:
         ([F3KM] eq. (20))
     """
 
-    def __init__(self, X, k, labels, codes=None, n_groups=0, alpha=None, beta=None):
+    def __init__(self, X: np.ndarray, k: int, labels: np.ndarray,
+                 codes: np.ndarray | None = None, n_groups: int = 0,
+                 alpha: np.ndarray | None = None, beta: np.ndarray | None = None) -> None:
         self.X = X
         self.k = k
         self.labels = labels
@@ -132,18 +141,18 @@ class CDParty:
         self.base = np.empty((2, k))
         self.correction = np.empty((2, self.n_groups, k))
 
-    def init_statistics(self):
+    def init_statistics(self) -> None:
         """``X_h f_m``, ``f_m^T f_m``, ``f_m^T X_h^T X_h f_m`` and ``(p_l^h)^T f_m`` from the labels
         ([F3KM] Alg. 3 line 3, [F3KM] Alg. 5 line 2)."""
         K.cluster_statistics(self.X, self.shift, self.labels, self.codes, self.sums, self.counts,
                              self.sqnorms, self.group_counts)
 
-    def explained(self):
+    def explained(self) -> float:
         """``sum_m |S_m|^2 / n_m`` from the sums (the party's part of T - SSE)."""
         full = self.counts > 0
         return float(((self.sums[full] ** 2).sum(axis=1) / self.counts[full]).sum())
 
-    def violation(self):
+    def violation(self) -> float:
         """Largest additive violation ([F3KM] eq. (33)) of the party's groups, from its cached
         counts."""
         if self.n_groups == 0:
@@ -154,26 +163,27 @@ class CDParty:
         under = self.beta[:, None] * n[None, :] - c
         return float(max(0.0, over.max(), under.max()))
 
-    def tolerance_part(self, rho):
+    def tolerance_part(self, rho: float) -> float:
         return tolerance_part(self.u, rho)
 
-    def update_dual(self, rho):
+    def update_dual(self, rho: float) -> None:
         """Theta_h by [F3KM] eq. (31), then U_h by [F3KM] eq. (32) ([F3KM] Alg. 5 lines 11-12)."""
         update_dual(self, self.alpha, self.beta, rho)
 
-    def prepare_objectives(self, rho, fair_scale):
+    def prepare_objectives(self, rho: float, fair_scale: float) -> None:
         """The per-cluster fairness terms of [F3KM] eqs. (27)-(28) for the current statistics."""
         K.fair_tables(self.group_counts, self.counts, self.theta, self.u, rho, fair_scale,
                       self.base, self.correction)
 
-    def add_row_objectives(self, lo, hi, out):
+    def add_row_objectives(self, lo: int, hi: int, out: np.ndarray) -> None:
         """ADD the party's [F3KM] eq. (17) / (27)-(28) for rows lo..hi into ``out`` (shape
         (>= hi - lo, k)); :meth:`prepare_objectives` must have run on the current statistics."""
         K.bcd_row_objectives(self.X, self.shift, self.xx, lo, hi, self.labels, self.sums,
                              self.counts, self.sqnorms, self.codes, self.base, self.correction,
                              out)
 
-    def move_change(self, lo, hi, new_labels, offset, rho, fair_scale):
+    def move_change(self, lo: int, hi: int, new_labels: np.ndarray, offset: int, rho: float,
+                    fair_scale: float) -> float:
         """The party's part of the change of [F3KM] eq. (24) ([F3KM] eq. (15) plus the fairness
         terms) if rows lo..hi moved to ``new_labels[offset:offset + hi - lo]``."""
         k, d = self.sums.shape
@@ -188,12 +198,12 @@ class CDParty:
                                       self.theta, self.u, rho, fair_scale)
         return part
 
-    def apply_moves(self, lo, hi, new_labels, offset):
+    def apply_moves(self, lo: int, hi: int, new_labels: np.ndarray, offset: int) -> None:
         """Eqs. (19) and (30) for rows lo..hi; the labels themselves are committed by the caller."""
         K.apply_moves(self.X, self.shift, self.xx, lo, hi, self.labels, new_labels, offset,
                       self.sums, self.counts, self.sqnorms, self.codes, self.group_counts)
 
-    def seed_distances(self, row):
+    def seed_distances(self, row: int) -> np.ndarray:
         """Squared distances of the party's rows to row ``row`` on its columns (the party's part
         of a D^2 column of vertical k-means++, [F3KM] Alg. 3 line 1)."""
         out = np.empty((self.X.shape[0], 1))
@@ -201,7 +211,7 @@ class CDParty:
         pairwise_sq_distances(self.X, center_t, out)
         return out[:, 0]
 
-    def balance_part(self, counts, eta):
+    def balance_part(self, counts: np.ndarray, eta: np.ndarray) -> np.ndarray:
         """The party's balance of each cluster ([F3KM] Section 5.1): ``min_l min(eta_l / share,
         share / eta_l)`` over its groups (0 for an absent group), NaN for an empty cluster."""
         bal = np.full(self.k, np.inf)
@@ -223,13 +233,14 @@ class LocalParties:
     server drives the same calls through messages (one per call and node).
     """
 
-    def __init__(self, parties):
+    def __init__(self, parties: Sequence[CDParty]) -> None:
         self.parties = parties
 
     def __len__(self):
         return len(self.parties)
 
-    def initialize(self, labels, rho, fair_scale):
+    def initialize(self, labels: np.ndarray, rho: float, fair_scale: float,
+                   ) -> tuple[list[float], list[float], list[float]]:
         """Statistics ([F3KM] Alg. 5 line 2) and Theta at U = 0 ([F3KM] eq. (31)); returns the
         parties' SSE parts, violations and allowance parts at ``rho``."""
         for p in self.parties:
@@ -238,32 +249,34 @@ class LocalParties:
         return ([p.explained() for p in self.parties], [p.violation() for p in self.parties],
                 [p.tolerance_part(rho) for p in self.parties])
 
-    def begin_sweep(self, rho):
+    def begin_sweep(self, rho: float) -> list[float]:
         """A sweep starts at penalty ``rho``: the parties' allowance parts at ``rho``."""
         return [p.tolerance_part(rho) for p in self.parties]
 
-    def begin_objectives(self, lo, hi, rho, fair_scale):
+    def begin_objectives(self, lo: int, hi: int, rho: float, fair_scale: float) -> None:
         for p in self.parties:
             p.prepare_objectives(rho, fair_scale)
 
-    def add_objectives(self, lo, hi, out):
+    def add_objectives(self, lo: int, hi: int, out: np.ndarray) -> None:
         for p in self.parties:  # summed in party order
             p.add_row_objectives(lo, hi, out)
 
-    def changes(self, lo, hi, new_labels, offset, rho, fair_scale):
+    def changes(self, lo: int, hi: int, new_labels: np.ndarray, offset: int, rho: float,
+                fair_scale: float) -> list[float]:
         return [p.move_change(lo, hi, new_labels, offset, rho, fair_scale) for p in self.parties]
 
-    def apply(self, lo, hi, new_labels, offset):
+    def apply(self, lo: int, hi: int, new_labels: np.ndarray, offset: int) -> None:
         for p in self.parties:
             p.apply_moves(lo, hi, new_labels, offset)
 
-    def discard(self):
+    def discard(self) -> None:
         """The proposals of the last change request are not applied (the block is split)."""
 
-    def explained(self):
+    def explained(self) -> list[float]:
         return [p.explained() for p in self.parties]
 
-    def update_duals(self, rho, rho_next):
+    def update_duals(self, rho: float, rho_next: float,
+                     ) -> tuple[list[float], list[float], list[float]]:
         """Eqs. (31)-(32) at ``rho``; returns violations, SSE parts and allowance parts at
         ``rho_next``."""
         for p in self.parties:
@@ -271,7 +284,8 @@ class LocalParties:
         return ([p.violation() for p in self.parties], [p.explained() for p in self.parties],
                 [p.tolerance_part(rho_next) for p in self.parties])
 
-    def sweep_in_one_kernel(self, rho, fair_scale, block_size, tol, phi, new_labels):
+    def sweep_in_one_kernel(self, rho: float, fair_scale: float, block_size: int, tol: float,
+                            phi: np.ndarray, new_labels: np.ndarray) -> tuple[int, int]:
         """A whole sweep inside :func:`~fedcore.kernels.cd.kmeans.bcd_sweep` (one party only)."""
         p = self.parties[0]
         moved, ranges = K.bcd_sweep(p.X, p.shift, p.xx, p.labels, p.sums, p.counts, p.sqnorms,

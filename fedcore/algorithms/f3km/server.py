@@ -7,11 +7,15 @@ columns. It talks to the parties through an object with the methods of
 node proxy (:mod:`fedcore.integrations.flower.f3km`); the decisions below are the same code in
 both cases, and so is the :class:`~fedcore.federation.CommLedger` they record.
 """
+from __future__ import annotations
+
 import math
+from collections.abc import Callable, Iterable
+from typing import Literal, Protocol
 
 import numpy as np
 
-from ...federation.ledger import SERVER
+from ...federation.ledger import SERVER, CommLedger
 from ...kernels.cd import kmeans as K
 from ...kernels.kmeans.seeding import chunk_sums, n_chunks, pick_index, pick_product
 from ..kmeans.seeding import pick_unchosen
@@ -22,6 +26,34 @@ __all__ = ["SweepServer", "run_bcd", "run_admm", "penalty", "combine_balance",
 # Decisions ignore objective differences below RTOL times the scale of the row objectives
 # (a rounding allowance; see fedcore.kernels.cd.kmeans).
 RTOL = 1e-9
+
+
+class _Parties(Protocol):
+    """What the server calls on the parties: :class:`~fedcore.algorithms.f3km.party.LocalParties`
+    or the Flower server's node proxy (typing only)."""
+
+    def __len__(self) -> int: ...
+
+    def initialize(self, labels: np.ndarray, rho: float, fair_scale: float,
+                   ) -> tuple[list[float], list[float], list[float]]: ...
+
+    def begin_sweep(self, rho: float) -> list[float]: ...
+
+    def begin_objectives(self, lo: int, hi: int, rho: float, fair_scale: float) -> None: ...
+
+    def add_objectives(self, lo: int, hi: int, out: np.ndarray) -> None: ...
+
+    def changes(self, lo: int, hi: int, new_labels: np.ndarray, offset: int, rho: float,
+                fair_scale: float) -> list[float]: ...
+
+    def apply(self, lo: int, hi: int, new_labels: np.ndarray, offset: int) -> None: ...
+
+    def discard(self) -> None: ...
+
+    def explained(self) -> list[float]: ...
+
+    def update_duals(self, rho: float, rho_next: float,
+                     ) -> tuple[list[float], list[float], list[float]]: ...
 
 
 class SweepServer:
@@ -37,7 +69,9 @@ class SweepServer:
     fair : bool, whether the parties run F3KM (changes what the ledger counts)
     """
 
-    def __init__(self, parties, labels, k, block_size, total_sumsq, ledger=None, fair=False):
+    def __init__(self, parties: _Parties, labels: np.ndarray, k: int, block_size: int,
+                 total_sumsq: float, ledger: CommLedger | None = None,
+                 fair: bool = False) -> None:
         self.parties = parties
         self.labels = labels
         self.k = k
@@ -52,17 +86,17 @@ class SweepServer:
         self.phi = np.empty((rows, k))
         self.new_labels = np.empty(block_size, dtype=np.int64)
 
-    def sse(self, explained):
+    def sse(self, explained: Iterable[float]) -> float:
         """SSE from the parties' explained parts: total sum of squares minus their sum."""
         return max(0.0, self.total_sumsq - sum(explained))
 
-    def tolerance(self, rho, fair_scale):
+    def tolerance(self, rho: float, fair_scale: float) -> float:
         fair = 0.0
         for part in self.parties.begin_sweep(rho):
             fair += part
         return RTOL * (self.total_sumsq / self.n + fair_scale / self.n * self.k * fair)
 
-    def sweep(self, rho=0.0, fair_scale=1.0):
+    def sweep(self, rho: float = 0.0, fair_scale: float = 1.0) -> tuple[int, int]:
         """One sweep; returns (rows moved, ranges evaluated)."""
         tol = self.tolerance(rho, fair_scale)
         if self.ledger is None and len(self.parties) == 1 and hasattr(self.parties,
@@ -73,7 +107,7 @@ class SweepServer:
             return moved, ranges
         return self._federated_sweep(tol, float(rho), float(fair_scale))
 
-    def record(self, kind, up=None, down=None):
+    def record(self, kind: str, up: int | None = None, down: int | None = None) -> None:
         """Record one message each way per party, in the current round."""
         if self.ledger is None:
             return
@@ -146,7 +180,7 @@ class SweepServer:
         self.record("compute objectives", down=2, up=(hi - lo) * self.k)
         return n_moves
 
-    def record_initialization(self):
+    def record_initialization(self) -> None:
         """Messages of a vertical k-means++ ([F3KM] Alg. 3 line 1) and of the statistics set-up: the
         labels go down; each party answers with its SSE part (and, for F3KM, its violation and
         rounding-allowance part)."""
@@ -159,7 +193,8 @@ class SweepServer:
         self.record("initial labels", down=self.n, up=3 if self.fair else 1)
 
 
-def run_bcd(server, parties, max_iter):
+def run_bcd(server: SweepServer, parties: _Parties,
+            max_iter: int) -> tuple[np.ndarray, int, int]:
     """BCDKM / DisBCDKM sweeps ([F3KM] Alg. 2/3 lines 4-9) until a sweep moves no row or
     ``max_iter``.
 
@@ -178,7 +213,7 @@ def run_bcd(server, parties, max_iter):
     return np.array(history), n_iter, ranges
 
 
-def penalty(rho, schedule, t):
+def penalty(rho: float, schedule: Literal["sqrt", "constant"], t: int) -> float:
     """``rho_t``: ``rho * sqrt(t)`` ("sqrt") or ``rho`` ("constant")."""
     return rho * math.sqrt(t) if schedule == "sqrt" else rho
 
@@ -186,7 +221,10 @@ def penalty(rho, schedule, t):
 STOP_RULES = ("fedcore", "paper")
 
 
-def run_admm(server, parties, rho, rho_schedule, violation, tol, max_iter, stop="fedcore"):
+def run_admm(server: SweepServer, parties: _Parties, rho: float,
+             rho_schedule: Literal["sqrt", "constant"], violation: float, tol: float,
+             max_iter: int, stop: Literal["fedcore", "paper"] = "fedcore",
+             ) -> tuple[np.ndarray, np.ndarray, int, int]:
     """F3KM's ADMM ([F3KM] Alg. 4 lines 5-12): a BCD sweep on the Lagrangian ([F3KM] eq. (24))
     with Theta and U fixed, then Theta by [F3KM] eq. (31) and U by [F3KM] eq. (32), until the
     stopping rule holds after an iteration, or ``max_iter`` iterations.
@@ -231,7 +269,7 @@ def run_admm(server, parties, rho, rho_schedule, violation, tol, max_iter, stop=
     return np.array(sse_hist), np.array(viol_hist), n_iter, ranges
 
 
-def combine_balance(parts, k):
+def combine_balance(parts: Iterable[np.ndarray | None], k: int) -> np.ndarray:
     """Balance of each cluster from the parties' parts (None for a party without groups): the
     smallest over parties, NaN for an empty cluster."""
     bal = np.full(k, np.inf)
@@ -243,7 +281,9 @@ def combine_balance(parts, k):
     return bal
 
 
-def vertical_kmeans_plusplus(n, k, rng, distances, max_pending=32, max_rejections=4):
+def vertical_kmeans_plusplus(n: int, k: int, rng: np.random.Generator,
+                             distances: Callable[[int, int], np.ndarray], max_pending: int = 32,
+                             max_rejections: int = 4) -> tuple[np.ndarray, np.ndarray]:
     """k-means++ seeding ([F3KM] Alg. 3/4 line 1) when no one holds whole rows.
 
     ``distances(t, row)`` returns the squared distances of all rows to row ``row`` (the parties'

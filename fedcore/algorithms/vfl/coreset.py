@@ -244,8 +244,8 @@ def _vkmc_party_scores(X, centers, alpha, out):
 
 
 def vkmc_local_scores(federation: VerticalFederation, n_clusters: int, *, alpha: float = 1.0,
-                      local_max_iter: int = 0, random_state: np.random.Generator | int | None = None,
-                      ) -> np.ndarray:
+                      local_max_iter: int = 0,
+                      random_state: np.random.Generator | int | None = None) -> np.ndarray:
     """Local sensitivities ``g_i^(j)`` of [VFLC] Alg. 3 (lines 3-14), shape (n_parties, n_samples).
 
     Each party clusters its own columns (line 4: k-means++ [KMPP], the approximation algorithm
@@ -269,8 +269,8 @@ def vkmc_local_scores(federation: VerticalFederation, n_clusters: int, *, alpha:
     return scores
 
 
-def vkmc_coreset(federation: VerticalFederation, m: int, n_clusters: int, *, alpha: float = 1.0,
-                 local_max_iter: int = 0, outlier_fraction: float | None = None,
+def vkmc_coreset(federation: VerticalFederation, m: int, n_clusters: int, *,
+                 alpha: float = 1.0, local_max_iter: int = 0, outlier_fraction: float | None = None,
                  random_state: np.random.Generator | int | None = None) -> Coreset:
     """Coreset for vertical k-means ([VFLC] Alg. 3): local sensitivities, then DIS ([VFLC] Alg. 1).
 
