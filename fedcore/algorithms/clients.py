@@ -3,14 +3,19 @@ FFCM: checking the federation, one seed per client, the clients' local k-means (
 role that runs it and sends the centers: :class:`LocalKMeansClient`), and nearest-center
 prediction.
 """
+from __future__ import annotations
+
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import (check_array, check_fitted_array, check_int, check_random_state,
                            check_weighted_range)
 from ..federation.horizontal import HorizontalFederation
-from ..federation.protocol import Message, expect
+from ..federation.protocol import Channel, Message, expect
 from ..kernels.kmeans.distances import assign_nearest
 from .base import check_is_fitted
 from .kmeans.lloyd import KMeans
@@ -20,7 +25,8 @@ __all__ = ["check_federation", "client_seeds", "client_kmeans", "HorizontalClien
            "predict_nearest"]
 
 
-def check_federation(federation, client_clusters, name="client_clusters"):
+def check_federation(federation: HorizontalFederation | Sequence[ArrayLike], client_clusters: int,
+                     name: str = "client_clusters") -> HorizontalFederation:
     """Return ``federation`` as a :class:`HorizontalFederation`, checking every client's size.
 
     A list or tuple of 2-D arrays is accepted and wrapped with ``from_arrays``. Raises
@@ -44,14 +50,18 @@ def check_federation(federation, client_clusters, name="client_clusters"):
     return federation
 
 
-def client_seeds(rng, n_clients):
+def client_seeds(rng: np.random.Generator, n_clients: int) -> list[int]:
     """One independent 63-bit seed per client, drawn up front so results never depend on the
     order in which clients are processed."""
     return [int(s) for s in rng.integers(0, np.iinfo(np.int64).max, size=n_clients)]
 
 
-def client_kmeans(X, n_clusters, *, init="k-means++", n_init=1, max_iter=300, tol=1e-4,
-                  random_state=None, n_local_trials="auto"):
+def client_kmeans(X: np.ndarray, n_clusters: int, *,
+                  init: Literal["k-means++", "random"] = "k-means++", n_init: int = 1,
+                  max_iter: int = 300, tol: float = 1e-4,
+                  random_state: np.random.Generator | int | None = None,
+                  n_local_trials: Literal["auto"] | int | None = "auto",
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """Lloyd's k-means on one client ([FeCA] Alg. 2 line 2). Returns ``(centers float64, labels)``.
 
     ``init="k-means++"`` seeds by k-means++ (:class:`fedcore.KMeans`) with ``n_local_trials``
@@ -111,11 +121,11 @@ class HorizontalClient:
     Subclasses implement ``handle(message)``.
     """
 
-    def __init__(self, X, client_id=0):
+    def __init__(self, X: ArrayLike, client_id: int = 0) -> None:
         self.client_id = check_int(client_id, "client_id", min_value=0)
         self.X = check_array(X, f"X of client {self.client_id}")
 
-    def check_size(self, n_clusters, name="client_clusters"):
+    def check_size(self, n_clusters: int, name: str = "client_clusters") -> None:
         """Refuse a client with fewer than ``n_clusters`` points, naming ``name``."""
         if self.X.shape[0] < n_clusters:
             raise ValueError(f"Argument {name!r}={n_clusters} exceeds the {self.X.shape[0]} "
@@ -127,7 +137,7 @@ class LocalKMeansClient(HorizontalClient):
     """The client role of k-FED and M-Avg: answers :class:`LocalKMeansSetup` with the
     :class:`LocalCenters` of :func:`client_kmeans` (see :class:`HorizontalClient`)."""
 
-    def handle(self, message):
+    def handle(self, message: Message) -> LocalCenters:
         m = expect(message, LocalKMeansSetup, f"client {self.client_id}")
         self.check_size(m.n_clusters)
         centers, _ = client_kmeans(self.X, m.n_clusters, n_init=m.n_init, max_iter=m.max_iter,
@@ -136,7 +146,8 @@ class LocalKMeansClient(HorizontalClient):
         return LocalCenters(centers)
 
 
-def gather_local_centers(channel, rng, n_clusters, **kmeans_params):
+def gather_local_centers(channel: Channel, rng: np.random.Generator, n_clusters: int,
+                         **kmeans_params: Any) -> list[np.ndarray]:
     """The one uplink round of k-FED and M-Avg, at the server: one seed per client drawn from
     ``rng`` (:func:`client_seeds`), a :class:`LocalKMeansSetup` to each client, and the list of
     centers they send back (counted in ``channel.ledger``)."""
@@ -147,7 +158,7 @@ def gather_local_centers(channel, rng, n_clusters, **kmeans_params):
     return [expect(replies[l], LocalCenters, "server").centers for l in range(len(seeds))]
 
 
-def predict_nearest(model, X):
+def predict_nearest(model: Any, X: ArrayLike) -> np.ndarray:
     """Nearest row of ``model.cluster_centers_`` for each row of X (lowest index on ties)."""
     check_is_fitted(model, "cluster_centers_")
     X = check_fitted_array(X, model.n_features_in_, type(model).__name__)

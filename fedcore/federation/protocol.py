@@ -26,9 +26,12 @@ messages (``counted = False``: the settings and random seed each client receives
 round) configure the run and are not part of any paper's communication count; the ledger leaves
 them out, and so does it for requests whose payload is empty (a server asking for a reply).
 """
+from __future__ import annotations
+
 import dataclasses
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, ClassVar, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import numba
 import numpy as np
@@ -40,14 +43,16 @@ from .ledger import SERVER, CommLedger
 __all__ = ["Message", "diagnostic", "message_type", "type_name", "expect", "ClientRole",
            "ServerRole", "Channel", "InProcessChannel", "run_clients", "ProtocolError"]
 
-_TYPES = {}
+_TYPES: dict[str, type] = {}
+T = TypeVar("T")
+M = TypeVar("M", bound="Message")
 
 
 class ProtocolError(RuntimeError):
     """A role received a message it does not expect, or a reply of the wrong type."""
 
 
-def diagnostic(**kwargs):
+def diagnostic(**kwargs: Any) -> Any:
     """A dataclass field that travels for reporting only: not counted in the ledger."""
     return dataclasses.field(metadata={"diagnostic": True}, **kwargs)
 
@@ -66,15 +71,15 @@ class Message:
         super().__init_subclass__(**kwargs)
         _TYPES[type_name(cls)] = cls
 
-    def fields(self):
+    def fields(self) -> dict[str, Any]:
         """``{name: value}`` of every field, in declaration order."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
-    def bits_per_element(self, name, value):
+    def bits_per_element(self, name: str, value: Any) -> int:
         """Bits of one element of field ``name`` on the wire (dtype width; 64 for scalars)."""
         return value.dtype.itemsize * 8 if isinstance(value, np.ndarray) else 64
 
-    def size(self):
+    def size(self) -> tuple[int, int]:
         """``(n_elements, n_bits)`` of the payload (every field that is not diagnostic)."""
         elements = bits = 0
         for f in dataclasses.fields(self):
@@ -86,7 +91,8 @@ class Message:
             bits += n * self.bits_per_element(f.name, value)
         return elements, bits
 
-    def record(self, ledger, round, sender, receiver):
+    def record(self, ledger: CommLedger, round: int, sender: int | str,
+               receiver: int | str) -> None:
         """Count this message in ``ledger`` unless it is a setup message or has no payload."""
         if not self.counted:
             return
@@ -97,12 +103,12 @@ class Message:
                           n_bits=n_bits)
 
 
-def type_name(cls):
+def type_name(cls: type) -> str:
     """The wire name of a message class: ``module.QualifiedName``."""
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def message_type(name):
+def message_type(name: str) -> type[Message]:
     """The message class registered under wire name ``name``; only :class:`Message` subclasses
     can be named (the Flower adapter never unpickles what it receives)."""
     try:
@@ -123,7 +129,7 @@ class ServerRole(Protocol):
     """What a server role is: it runs the rounds over a channel and returns the method's
     result."""
 
-    def run(self, channel: "Channel") -> Any:
+    def run(self, channel: Channel) -> Any:
         ...
 
 
@@ -140,11 +146,11 @@ class Channel:
     n_clients: int
     ledger: CommLedger
 
-    def exchange(self, requests, round):
+    def exchange(self, requests: Mapping[int, Message], round: int) -> dict[int, Message]:
         """Send ``requests[client]`` to each client; ``{client: reply}`` in the same order."""
         raise NotImplementedError
 
-    def broadcast(self, message, round):
+    def broadcast(self, message: Message, round: int) -> dict[int, Message]:
         """The same message to every client: ``exchange({l: message for every l}, round)``."""
         return self.exchange({l: message for l in range(self.n_clients)}, round)
 
@@ -166,13 +172,14 @@ class InProcessChannel(Channel):
     not depend on ``n_jobs``.
     """
 
-    def __init__(self, clients, *, n_jobs=None, ledger=None):
+    def __init__(self, clients: Sequence[ClientRole], *, n_jobs: int | None = None,
+                 ledger: CommLedger | None = None) -> None:
         self.clients = list(clients)
         self.n_clients = len(self.clients)
         self.n_jobs = n_jobs
         self.ledger = CommLedger() if ledger is None else ledger
 
-    def exchange(self, requests, round):
+    def exchange(self, requests: Mapping[int, Message], round: int) -> dict[int, Message]:
         requests = dict(requests)
         addressed = list(requests)
         answers = run_clients(lambda i: self.clients[addressed[i]].handle(requests[addressed[i]]),
@@ -187,7 +194,7 @@ def _single_threaded_call(fn, l):
         return fn(l)
 
 
-def run_clients(fn, n_clients, n_jobs=None):
+def run_clients(fn: Callable[[int], T], n_clients: int, n_jobs: int | None = None) -> list[T]:
     """``[fn(0), ..., fn(n_clients - 1)]``, client by client or on a thread pool.
 
     ``n_jobs=None`` uses ``numba.get_num_threads()`` workers (1 runs in the calling thread). Every
@@ -203,7 +210,7 @@ def run_clients(fn, n_clients, n_jobs=None):
         return list(pool.map(lambda l: _single_threaded_call(fn, l), range(n_clients)))
 
 
-def expect(message, cls, role):
+def expect(message: Message, cls: type[M], role: str) -> M:
     """``message`` if it is a ``cls``, else a :class:`ProtocolError` naming ``role``."""
     if not isinstance(message, cls):
         raise ProtocolError(f"{role} expected a {cls.__name__}, got {type(message).__name__}")

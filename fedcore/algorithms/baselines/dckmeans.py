@@ -1,14 +1,23 @@
 """DC-k-means ([DCKM]) on a federation: a two-level divide-and-conquer tree."""
+from __future__ import annotations
+
+import sys
 import time
+from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..._validation import check_ids, check_int, check_random_state
+from ...federation.horizontal import HorizontalFederation
 from ...federation.ledger import SERVER, CommLedger
 from ..base import BaseEstimator, all_or_nothing, check_is_fitted
 from ..clients import check_federation
 from ..kmeans.lloyd import KMeans
 from ..mufc.estimators import MUFCRemovalReport
+
+if sys.version_info >= (3, 11):
+    from typing import Self
 
 __all__ = ["DCKMeans"]
 
@@ -29,15 +38,16 @@ class DCKMeans(BaseEstimator):
     comm_ : CommLedger
     """
 
-    def __init__(self, n_clusters=8, *, client_clusters=None, weighted=False, n_init=1,
-                 random_state=None):
+    def __init__(self, n_clusters: int = 8, *, client_clusters: int | None = None,
+                 weighted: bool = False, n_init: int = 1,
+                 random_state: np.random.Generator | int | None = None) -> None:
         self.n_clusters = n_clusters
         self.client_clusters = client_clusters
         self.weighted = weighted
         self.n_init = n_init
         self.random_state = random_state
 
-    def fit(self, federation, y=None):
+    def fit(self, federation: HorizontalFederation | Sequence[ArrayLike], y: object = None) -> Self:
         """Fit on a :class:`~fedcore.HorizontalFederation` (or a list of client arrays)."""
         k = check_int(self.n_clusters, "n_clusters", min_value=1)
         kp = k if self.client_clusters is None else check_int(
@@ -81,7 +91,7 @@ class DCKMeans(BaseEstimator):
         self.cluster_centers_ = server.fit(centers, sample_weight=weights).cluster_centers_
         self.client_centers_ = [m.cluster_centers_ for m in self._models.values()]
 
-    def remove(self, client_id, ids):
+    def remove(self, client_id: int, ids: ArrayLike) -> MUFCRemovalReport:
         """Delete points (global ids) from one client: refit that client and the server."""
         check_is_fitted(self, "_models")
         client_id = check_int(client_id, "client_id", min_value=0)
@@ -112,7 +122,7 @@ class DCKMeans(BaseEstimator):
         return MUFCRemovalReport(True, True, int(ids.size),
                                  {"client_unlearn": t1 - t0, "server_cluster": t2 - t1})
 
-    def federated_inertia(self):
+    def federated_inertia(self) -> float:
         """Federated objective ([MUFC] eq. (2)) with induced global clusters ([MUFC] Def. 3.1)."""
         from ...metrics import federated_inertia
         check_is_fitted(self, "cluster_centers_")

@@ -6,21 +6,30 @@ its data and returns its local centers with their fuzzy weights ``sum_i u_ij^m``
 combines them by weighted averaging (``version=1``) or by weighted k-means on all local centers
 (``version=2``).
 """
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 from numba import njit, prange
 
 from ..._config import CHUNK_SIZE, NUMBA_CACHE
 from ..._validation import check_int, check_random_state, check_scalar
 from ...federation.ledger import CommLedger
-from ...federation.protocol import InProcessChannel, Message, expect
+from ...federation.horizontal import HorizontalFederation
+from ...federation.protocol import Channel, InProcessChannel, Message, expect
 from ...kernels.parallel import single_threaded_kernels
 from ..base import FederatedEstimator
 from ..clients import (HorizontalClient, check_federation, client_kmeans, client_seeds,
                        predict_nearest)
 from ..kmeans import KMeans, kmeans_plusplus
+
+if sys.version_info >= (3, 11):
+    from typing import Self
 
 __all__ = ["FFCM", "FFCMResult", "ffcm", "fcm_statistics", "fuzzy_c_means", "FFCMClient",
            "FFCMServer", "FFCMSetup", "FFCMInitialCenters", "FFCMGlobalCenters",
@@ -94,7 +103,9 @@ def fcm_statistics(X, centers, fuzziness, center_sums, weight_sums):
     return objective
 
 
-def fuzzy_c_means(X, centers, *, fuzziness=2.0, max_iter=100, tol=1e-4):
+def fuzzy_c_means(X: np.ndarray, centers: ArrayLike, *, fuzziness: float = 2.0,
+                  max_iter: int = 100,
+                  tol: float = 1e-4) -> tuple[np.ndarray, np.ndarray, int]:
     """Fuzzy c-means from ``centers`` on one client's data.
 
     Iterates the center update ``c_j = sum_i u_ij^m x_i / sum_i u_ij^m`` until the squared shift
@@ -177,7 +188,7 @@ class FFCMClient(HorizontalClient):
 
     setup = None  # the FFCMSetup received, kept for the rounds
 
-    def handle(self, message):
+    def handle(self, message: Message) -> FFCMInitialCenters | FFCMLocalCenters:
         role = f"FFCM client {self.client_id}"
         if self.setup is None:
             self.setup = m = expect(message, FFCMSetup, role)
@@ -198,8 +209,9 @@ class FFCMServer:
     Takes the parameters of :class:`FFCM` (but ``n_jobs``) and checks them.
     """
 
-    def __init__(self, n_clusters, *, version=1, n_rounds=10, fuzziness=2.0, max_iter=100,
-                 tol=1e-4, random_state=None):
+    def __init__(self, n_clusters: int, *, version: Literal[1, 2] = 1, n_rounds: int = 10,
+                 fuzziness: float = 2.0, max_iter: int = 100, tol: float = 1e-4,
+                 random_state: np.random.Generator | int | None = None) -> None:
         self.n_clusters = check_int(n_clusters, "n_clusters", min_value=1)
         if version not in (1, 2) or isinstance(version, bool):
             raise ValueError(f"Argument 'version' must be 1 or 2, got {version!r}")
@@ -210,7 +222,7 @@ class FFCMServer:
         self.tol = check_scalar(tol, "tol", min_value=0.0)
         self.random_state = random_state
 
-    def run(self, channel):
+    def run(self, channel: Channel) -> FFCMResult:
         """Run FFCM over ``channel``; returns an :class:`FFCMResult`."""
         k, tol = self.n_clusters, self.tol
         rng = check_random_state(self.random_state)
@@ -253,8 +265,11 @@ class FFCMServer:
         return FFCMResult(centers, history, channel.ledger)
 
 
-def ffcm(federation, n_clusters, *, version=1, n_rounds=10, fuzziness=2.0, max_iter=100, tol=1e-4,
-         n_jobs=None, random_state=None):
+def ffcm(federation: HorizontalFederation | Sequence[ArrayLike], n_clusters: int, *,
+         version: Literal[1, 2] = 1,
+         n_rounds: int = 10, fuzziness: float = 2.0, max_iter: int = 100, tol: float = 1e-4,
+         n_jobs: int | None = None,
+         random_state: np.random.Generator | int | None = None) -> FFCMResult:
     """Run FFCM on a horizontal federation; see :class:`FFCM`. Returns an :class:`FFCMResult`.
 
     The roles :class:`FFCMClient` (one per client) and :class:`FFCMServer` run in this process.
@@ -321,8 +336,10 @@ class FFCM(FederatedEstimator):
     server_class = FFCMServer
     client_class = FFCMClient
 
-    def __init__(self, n_clusters, *, version=1, n_rounds=10, fuzziness=2.0, max_iter=100,
-                 tol=1e-4, n_jobs=None, random_state=None):
+    def __init__(self, n_clusters: int, *, version: Literal[1, 2] = 1, n_rounds: int = 10,
+                 fuzziness: float = 2.0, max_iter: int = 100, tol: float = 1e-4,
+                 n_jobs: int | None = None,
+                 random_state: np.random.Generator | int | None = None) -> None:
         self.n_clusters = n_clusters
         self.version = version
         self.n_rounds = n_rounds
@@ -332,10 +349,10 @@ class FFCM(FederatedEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    def fit(self, federation, y=None):
+    def fit(self, federation: HorizontalFederation | Sequence[ArrayLike], y: object = None) -> Self:
         """Run FFCM on ``federation`` (a HorizontalFederation or a list of client arrays)."""
         return self._store_result(ffcm(federation, **self.get_params()))
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Index of the nearest center for each row of X (lowest on ties)."""
         return predict_nearest(self, X)

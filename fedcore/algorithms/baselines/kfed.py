@@ -5,23 +5,33 @@ Each client clusters its data into ``client_clusters`` (``k'``) centers and send
 server starts from the centers of one client chosen at random, adds farthest points among all
 received centers until it has ``k``, and runs Lloyd's algorithm on the received centers from there.
 """
-from typing import NamedTuple
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Literal, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..._validation import check_int, check_random_state, check_scalar
 from ...federation.ledger import CommLedger
-from ...federation.protocol import InProcessChannel
+from ...federation.horizontal import HorizontalFederation
+from ...federation.protocol import Channel, InProcessChannel
 from ...kernels.parallel import single_threaded_kernels
 from ..base import FederatedEstimator
 from ..clients import LocalKMeansClient, check_federation, gather_local_centers, predict_nearest
 from ..kmeans.lloyd import KMeans
 from ..kmeans.seeding import check_n_local_trials
 
+if sys.version_info >= (3, 11):
+    from typing import Self
+
 __all__ = ["KFed", "KFedResult", "KFedServer", "kfed", "farthest_point_init"]
 
 
-def farthest_point_init(points, start, n_centers):
+def farthest_point_init(points: np.ndarray, start: Sequence[int],
+                        n_centers: int) -> np.ndarray:
     """Farthest-point traversal: ``start`` rows of ``points`` first, then farthest points.
 
     Parameters
@@ -65,8 +75,10 @@ class KFedServer:
     Takes the parameters of :class:`KFed` (but ``n_jobs``) and checks them.
     """
 
-    def __init__(self, n_clusters, *, client_clusters=None, n_init=1, max_iter=300, tol=1e-4,
-                 n_local_trials="auto", random_state=None):
+    def __init__(self, n_clusters: int, *, client_clusters: int | None = None, n_init: int = 1,
+                 max_iter: int = 300, tol: float = 1e-4,
+                 n_local_trials: Literal["auto"] | int | None = "auto",
+                 random_state: np.random.Generator | int | None = None) -> None:
         self.n_clusters = check_int(n_clusters, "n_clusters", min_value=1)
         k = self.n_clusters
         self.client_clusters = max(1, int(np.ceil(np.sqrt(k)))) if client_clusters is None \
@@ -78,7 +90,7 @@ class KFedServer:
             "n_local_trials": check_n_local_trials(n_local_trials, self.client_clusters)}
         self.random_state = random_state
 
-    def run(self, channel):
+    def run(self, channel: Channel) -> KFedResult:
         """Run k-FED over ``channel``; returns a :class:`KFedResult`."""
         k, k_client = self.n_clusters, self.client_clusters
         rng = check_random_state(self.random_state)
@@ -99,8 +111,11 @@ class KFedServer:
                           start_client, channel.ledger)
 
 
-def kfed(federation, n_clusters, *, client_clusters=None, n_init=1, max_iter=300, tol=1e-4,
-         n_local_trials="auto", n_jobs=None, random_state=None):
+def kfed(federation: HorizontalFederation | Sequence[ArrayLike], n_clusters: int, *,
+         client_clusters: int | None = None, n_init: int = 1, max_iter: int = 300,
+         tol: float = 1e-4, n_local_trials: Literal["auto"] | int | None = "auto",
+         n_jobs: int | None = None,
+         random_state: np.random.Generator | int | None = None) -> KFedResult:
     """Run k-FED on a horizontal federation; see :class:`KFed`. Returns a :class:`KFedResult`.
 
     The client roles (:class:`~fedcore.algorithms.clients.LocalKMeansClient`) and
@@ -162,8 +177,11 @@ class KFed(FederatedEstimator):
     server_class = KFedServer
     client_class = LocalKMeansClient
 
-    def __init__(self, n_clusters, *, client_clusters=None, n_init=1, max_iter=300, tol=1e-4,
-                 n_local_trials="auto", n_jobs=None, random_state=None):
+    def __init__(self, n_clusters: int, *, client_clusters: int | None = None, n_init: int = 1,
+                 max_iter: int = 300, tol: float = 1e-4,
+                 n_local_trials: Literal["auto"] | int | None = "auto",
+                 n_jobs: int | None = None,
+                 random_state: np.random.Generator | int | None = None) -> None:
         self.n_clusters = n_clusters
         self.client_clusters = client_clusters
         self.n_init = n_init
@@ -173,10 +191,10 @@ class KFed(FederatedEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    def fit(self, federation, y=None):
+    def fit(self, federation: HorizontalFederation | Sequence[ArrayLike], y: object = None) -> Self:
         """Run k-FED on ``federation`` (a HorizontalFederation or a list of client arrays)."""
         return self._store_result(kfed(federation, **self.get_params()))
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Index of the nearest global center for each row of X (lowest on ties)."""
         return predict_nearest(self, X)

@@ -4,23 +4,33 @@
 Each client runs k-means and sends its centroids once. The server matches every client's set to a
 template with the Hungarian algorithm (minimum total l2 distance) and averages matched centroids.
 """
-from typing import NamedTuple
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Literal, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import linear_sum_assignment
 
 from ..._validation import check_int, check_random_state, check_scalar
 from ...federation.ledger import CommLedger
-from ...federation.protocol import InProcessChannel
+from ...federation.horizontal import HorizontalFederation
+from ...federation.protocol import Channel, InProcessChannel
 from ..base import FederatedEstimator
 from ..clients import LocalKMeansClient, check_federation, gather_local_centers, predict_nearest
 from ..kmeans.seeding import check_n_local_trials
+
+if sys.version_info >= (3, 11):
+    from typing import Self
 
 __all__ = ["MatchAveraging", "MatchAveragingResult", "MatchAveragingServer", "match_averaging",
            "match_average_centers"]
 
 
-def match_average_centers(client_centers, template, max_iter=100):
+def match_average_centers(client_centers: Sequence[np.ndarray], template: ArrayLike,
+                          max_iter: int = 100) -> tuple[np.ndarray, list[np.ndarray], int]:
     """Average centroid sets after matching each to a template (Hungarian, minimum total l2).
 
     Parameters
@@ -80,8 +90,10 @@ class MatchAveragingServer:
     Takes the parameters of :class:`MatchAveraging` (but ``n_jobs``) and checks them.
     """
 
-    def __init__(self, n_clusters, *, client_clusters=None, max_iter=100, n_init=1,
-                 client_max_iter=300, tol=1e-4, n_local_trials="auto", random_state=None):
+    def __init__(self, n_clusters: int, *, client_clusters: int | None = None,
+                 max_iter: int = 100, n_init: int = 1, client_max_iter: int = 300,
+                 tol: float = 1e-4, n_local_trials: Literal["auto"] | int | None = "auto",
+                 random_state: np.random.Generator | int | None = None) -> None:
         self.n_clusters = k = check_int(n_clusters, "n_clusters", min_value=1)
         self.client_clusters = k if client_clusters is None else check_int(
             client_clusters, "client_clusters", min_value=1)
@@ -96,7 +108,7 @@ class MatchAveragingServer:
                              f"n_clusters={k}: the template is one client's centroid set")
         self.random_state = random_state
 
-    def run(self, channel):
+    def run(self, channel: Channel) -> MatchAveragingResult:
         """Run M-Avg over ``channel``; returns a :class:`MatchAveragingResult`."""
         rng = check_random_state(self.random_state)
         sent = gather_local_centers(channel, rng, self.client_clusters, **self.kmeans_params)
@@ -107,9 +119,12 @@ class MatchAveragingServer:
                                     channel.ledger)
 
 
-def match_averaging(federation, n_clusters, *, client_clusters=None, max_iter=100, n_init=1,
-                    client_max_iter=300, tol=1e-4, n_local_trials="auto", n_jobs=None,
-                    random_state=None):
+def match_averaging(federation: HorizontalFederation | Sequence[ArrayLike], n_clusters: int, *,
+                    client_clusters: int | None = None, max_iter: int = 100, n_init: int = 1,
+                    client_max_iter: int = 300, tol: float = 1e-4,
+                    n_local_trials: Literal["auto"] | int | None = "auto",
+                    n_jobs: int | None = None,
+                    random_state: np.random.Generator | int | None = None) -> MatchAveragingResult:
     """Run M-Avg on a horizontal federation; see :class:`MatchAveraging`. The client roles
     (:class:`~fedcore.algorithms.clients.LocalKMeansClient`) and :class:`MatchAveragingServer`
     run in this process."""
@@ -167,9 +182,11 @@ class MatchAveraging(FederatedEstimator):
     server_class = MatchAveragingServer
     client_class = LocalKMeansClient
 
-    def __init__(self, n_clusters, *, client_clusters=None, max_iter=100, n_init=1,
-                 client_max_iter=300, tol=1e-4, n_local_trials="auto", n_jobs=None,
-                 random_state=None):
+    def __init__(self, n_clusters: int, *, client_clusters: int | None = None,
+                 max_iter: int = 100, n_init: int = 1, client_max_iter: int = 300,
+                 tol: float = 1e-4, n_local_trials: Literal["auto"] | int | None = "auto",
+                 n_jobs: int | None = None,
+                 random_state: np.random.Generator | int | None = None) -> None:
         self.n_clusters = n_clusters
         self.client_clusters = client_clusters
         self.max_iter = max_iter
@@ -180,10 +197,10 @@ class MatchAveraging(FederatedEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    def fit(self, federation, y=None):
+    def fit(self, federation: HorizontalFederation | Sequence[ArrayLike], y: object = None) -> Self:
         """Run M-Avg on ``federation`` (a HorizontalFederation or a list of client arrays)."""
         return self._store_result(match_averaging(federation, **self.get_params()))
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Index of the nearest center for each row of X (lowest on ties)."""
         return predict_nearest(self, X)

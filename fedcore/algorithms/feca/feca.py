@@ -20,21 +20,31 @@ the same roles on Flower nodes. The clients' local k-means is in
 :mod:`fedcore.algorithms.clients`, shared with the baselines that FeCA is compared with
 (k-FED [KFED], M-Avg [MAvg], FFCM [FFCM]).
 """
+from __future__ import annotations
+
+import sys
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..._validation import check_int, check_random_state, check_scalar
 from ...federation.ledger import CommLedger
-from ...federation.protocol import InProcessChannel, Message, ProtocolError, diagnostic, expect
+from ...federation.horizontal import HorizontalFederation
+from ...federation.protocol import (Channel, InProcessChannel, Message, ProtocolError, diagnostic,
+                                    expect)
 from ...kernels.feca import feca_statistics, greedy_ball_groups
 from ...kernels.parallel import single_threaded_kernels
 from ..base import FederatedEstimator
 from ..clients import (HorizontalClient, check_federation, client_kmeans, client_seeds,
                        predict_nearest)
 from ..kmeans.seeding import check_n_local_trials
+
+if sys.version_info >= (3, 11):
+    from typing import Self
 
 __all__ = ["FeCA", "FeCAResult", "FewerGroupsWarning", "feca", "feca_client", "feca_server",
            "check_feca_params", "client_update", "radius_assign", "server_aggregation",
@@ -63,7 +73,8 @@ def _cost_about(cost, count, center, mean, z):
     return cost + 2.0 * count * float(dc @ (mean - center)) + count * float(dc @ dc)
 
 
-def client_update(centers, counts, sums, costs):
+def client_update(centers: np.ndarray, counts: ArrayLike, sums: np.ndarray,
+                  costs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """ClientUpdate, [FeCA] Alg. 2 lines 3-13: remove one-fit-many centroids from a Lloyd solution.
 
     Parameters
@@ -112,7 +123,8 @@ def client_update(centers, counts, sums, costs):
     return alive.astype(np.int64), np.array(removed, dtype=np.int64)
 
 
-def radius_assign(centers, max_sq, kept, variant="empirical"):
+def radius_assign(centers: np.ndarray, max_sq: np.ndarray, kept: ArrayLike,
+                  variant: Literal["empirical", "theoretical"] = "empirical") -> np.ndarray:
     """RadiusAssign: a radius for each kept centroid ([FeCA] Alg. 4 "empirical" or [FeCA] Alg. 3
     "theoretical").
 
@@ -176,7 +188,8 @@ def radius_assign(centers, max_sq, kept, variant="empirical"):
     return np.full(m, 0.5 * delta)
 
 
-def server_aggregation(client_centers, client_radii, n_clusters):
+def server_aggregation(client_centers: Sequence[ArrayLike], client_radii: Sequence[ArrayLike],
+                       n_clusters: int) -> tuple[np.ndarray, list[np.ndarray], int]:
     """ServerAggregation, [FeCA] Alg. 5: greedy grouping by largest radius, means of the top groups.
 
     Parameters
@@ -263,9 +276,11 @@ class FeCAResult(NamedTuple):
     comm: CommLedger
 
 
-def check_feca_params(n_clusters, client_clusters=None, radius="empirical", init="k-means++",
-                      n_init=1, max_iter=300, tol=1e-4, n_local_trials="auto",
-                      remove_one_fit_many=True):
+def check_feca_params(n_clusters: int, client_clusters: int | None = None,
+                      radius: str = "empirical", init: str = "k-means++", n_init: int = 1,
+                      max_iter: int = 300, tol: float = 1e-4,
+                      n_local_trials: Literal["auto"] | int | None = "auto",
+                      remove_one_fit_many: bool = True) -> dict[str, Any]:
     """Validate FeCA's parameters once; returns them as a dict with ``client_clusters`` resolved
     (None means ``n_clusters``), ``n_local_trials`` as the number of k-means++ candidates per
     center for ``client_clusters`` centers (1: vanilla) and ``remove_one_fit_many`` as a bool."""
@@ -287,8 +302,11 @@ def check_feca_params(n_clusters, client_clusters=None, radius="empirical", init
             "remove_one_fit_many": bool(remove_one_fit_many)}
 
 
-def feca_client(X, client_clusters, *, radius="empirical", init="k-means++", n_init=1,
-                max_iter=300, tol=1e-4, n_local_trials="auto", remove_one_fit_many=True, seed):
+def feca_client(X: np.ndarray, client_clusters: int, *, radius: str = "empirical",
+                init: str = "k-means++", n_init: int = 1, max_iter: int = 300,
+                tol: float = 1e-4, n_local_trials: Literal["auto"] | int | None = "auto",
+                remove_one_fit_many: bool = True,
+                seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """[FeCA] Alg. 1 lines 3-4 on one client: ClientUpdate ([FeCA] Alg. 2), then RadiusAssign
     ([FeCA] Alg. 3 or 4).
 
@@ -324,8 +342,9 @@ def feca_client(X, client_clusters, *, radius="empirical", init="k-means++", n_i
     return centers[kept], radii, removed
 
 
-def feca_server(client_centers, client_radii, client_removed, n_clusters, *, comm,
-                stacklevel=2):
+def feca_server(client_centers: Sequence[np.ndarray], client_radii: Sequence[np.ndarray],
+                client_removed: Sequence[np.ndarray], n_clusters: int, *, comm: CommLedger,
+                stacklevel: int = 2) -> FeCAResult:
     """[FeCA] Alg. 1 lines 6-8 at the server: ServerAggregation ([FeCA] Alg. 5) on what the
     clients sent.
 
@@ -391,7 +410,7 @@ class FeCAClient(HorizontalClient):
     :class:`FeCACentroids` (:func:`feca_client`; see
     :class:`~fedcore.algorithms.clients.HorizontalClient`)."""
 
-    def handle(self, message):
+    def handle(self, message: Message) -> FeCACentroids:
         m = expect(message, FeCASetup, f"FeCA client {self.client_id}")
         self.check_size(m.client_clusters)
         centers, radii, removed = feca_client(
@@ -410,15 +429,19 @@ class FeCAServer:
     to the :class:`FewerGroupsWarning`.
     """
 
-    def __init__(self, n_clusters, *, client_clusters=None, radius="empirical", init="k-means++",
-                 n_local_trials="auto", n_init=1, max_iter=300, tol=1e-4,
-                 remove_one_fit_many=True, random_state=None, stacklevel=2):
+    def __init__(self, n_clusters: int, *, client_clusters: int | None = None,
+                 radius: Literal["empirical", "theoretical"] = "empirical",
+                 init: Literal["k-means++", "random"] = "k-means++",
+                 n_local_trials: Literal["auto"] | int | None = "auto", n_init: int = 1,
+                 max_iter: int = 300, tol: float = 1e-4, remove_one_fit_many: bool = True,
+                 random_state: np.random.Generator | int | None = None,
+                 stacklevel: int = 2) -> None:
         self.params = check_feca_params(n_clusters, client_clusters, radius, init, n_init,
                                         max_iter, tol, n_local_trials, remove_one_fit_many)
         self.random_state = random_state
         self.stacklevel = stacklevel
 
-    def run(self, channel):
+    def run(self, channel: Channel) -> FeCAResult:
         """Run [FeCA] Alg. 1 over ``channel``; returns a :class:`FeCAResult`."""
         client = {key: value for key, value in self.params.items() if key != "n_clusters"}
         seeds = client_seeds(check_random_state(self.random_state), channel.n_clients)
@@ -433,9 +456,14 @@ class FeCAServer:
                            comm=channel.ledger, stacklevel=self.stacklevel + 1)
 
 
-def feca(federation, n_clusters, *, client_clusters=None, radius="empirical", init="k-means++",
-         n_local_trials="auto", n_init=1, max_iter=300, tol=1e-4, remove_one_fit_many=True,
-         n_jobs=None, random_state=None):
+def feca(federation: HorizontalFederation | Sequence[ArrayLike], n_clusters: int, *,
+         client_clusters: int | None = None,
+         radius: Literal["empirical", "theoretical"] = "empirical",
+         init: Literal["k-means++", "random"] = "k-means++",
+         n_local_trials: Literal["auto"] | int | None = "auto", n_init: int = 1,
+         max_iter: int = 300, tol: float = 1e-4, remove_one_fit_many: bool = True,
+         n_jobs: int | None = None,
+         random_state: np.random.Generator | int | None = None) -> FeCAResult:
     """Run FeCA ([FeCA] Alg. 1) on a horizontal federation; see :class:`FeCA` for the parameters.
 
     Returns a :class:`FeCAResult`. Warns with :class:`FewerGroupsWarning` when the server forms
@@ -544,9 +572,13 @@ class FeCA(FederatedEstimator):
     server_class = FeCAServer
     client_class = FeCAClient
 
-    def __init__(self, n_clusters, *, client_clusters=None, radius="empirical", init="k-means++",
-                 n_local_trials="auto", n_init=1, max_iter=300, tol=1e-4,
-                 remove_one_fit_many=True, n_jobs=None, random_state=None):
+    def __init__(self, n_clusters: int, *, client_clusters: int | None = None,
+                 radius: Literal["empirical", "theoretical"] = "empirical",
+                 init: Literal["k-means++", "random"] = "k-means++",
+                 n_local_trials: Literal["auto"] | int | None = "auto", n_init: int = 1,
+                 max_iter: int = 300, tol: float = 1e-4, remove_one_fit_many: bool = True,
+                 n_jobs: int | None = None,
+                 random_state: np.random.Generator | int | None = None) -> None:
         self.n_clusters = n_clusters
         self.client_clusters = client_clusters
         self.radius = radius
@@ -559,11 +591,12 @@ class FeCA(FederatedEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    def fit(self, federation, y=None):
+    def fit(self, federation: HorizontalFederation | Sequence[ArrayLike],
+            y: object = None) -> Self:
         """Run [FeCA] Alg. 1 on ``federation`` (a HorizontalFederation or a list of client
         arrays)."""
         return self._store_result(feca(federation, **self.get_params()))
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Index of the nearest row of ``cluster_centers_`` for each row of X (lowest on ties)."""
         return predict_nearest(self, X)

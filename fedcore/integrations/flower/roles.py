@@ -21,14 +21,19 @@ a run where two nodes claim one partition, a partition is out of range or a node
 number of partitions. Only registered message types can be decoded: nothing received is
 unpickled.
 """
+from __future__ import annotations
+
 import dataclasses
 import pickle
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
 from ..._validation import check_scalar
 from ...federation.ledger import CommLedger
-from ...federation.protocol import Channel, Message, ProtocolError, message_type, type_name
+from ...federation.protocol import (Channel, ClientRole, Message, ProtocolError, message_type,
+                                    type_name)
 from ...kernels.parallel import single_threaded_kernels
 from ._common import (DEFAULT_TIMEOUT, FlowerApps, FlowerRoundError, arrays_record, exchange,
                       local_partition, read_arrays, require_flwr, settings, wait_for_nodes)
@@ -42,7 +47,7 @@ _TYPE_KEY = "fedcore-type"
 _STATE = "fedcore-role"
 
 
-def encode(message):
+def encode(message: Message) -> Any:
     """The ``RecordDict`` that carries ``message``: ``"arrays"`` (an ``ArrayRecord`` of its array
     fields, dtypes and shapes kept) and ``"scalars"`` (a ``ConfigRecord`` of its scalar fields and
     its type's wire name)."""
@@ -67,7 +72,7 @@ def encode(message):
     return RecordDict({"arrays": arrays_record(**arrays), "scalars": ConfigRecord(scalars)})
 
 
-def decode(content):
+def decode(content: Any) -> Message:
     """The :class:`~fedcore.federation.protocol.Message` that :func:`encode` wrote."""
     scalars = dict(content["scalars"])
     cls = message_type(str(scalars.pop(_TYPE_KEY, "")))
@@ -84,7 +89,7 @@ def _hello():
     return RecordDict({"scalars": ConfigRecord({_TYPE_KEY: HELLO})})
 
 
-def map_partitions(replies, n_clients):
+def map_partitions(replies: Mapping[int, Any], n_clients: int) -> list[int]:
     """``[node of partition 0, node of partition 1, ...]`` from the nodes' hello replies
     (``{node: RecordDict}``); raises :class:`FlowerRoundError` naming every node that claims a
     partition another node claims, a partition out of range, or another number of partitions."""
@@ -114,7 +119,8 @@ class FlowerChannel(Channel):
     either returns a reply from every addressed client or raises :class:`FlowerRoundError`.
     """
 
-    def __init__(self, grid, n_clients, timeout=DEFAULT_TIMEOUT, ledger=None):
+    def __init__(self, grid: Any, n_clients: int, timeout: float = DEFAULT_TIMEOUT,
+                 ledger: CommLedger | None = None) -> None:
         self.grid = grid
         self.n_clients = int(n_clients)
         self.timeout = timeout
@@ -124,7 +130,7 @@ class FlowerChannel(Channel):
                            timeout)
         self.nodes = map_partitions(replies, self.n_clients)
 
-    def exchange(self, requests, round):
+    def exchange(self, requests: Mapping[int, Message], round: int) -> dict[int, Message]:
         requests = dict(requests)
         got = exchange(self.grid, {self.nodes[l]: encode(m) for l, m in requests.items()},
                        MESSAGE_TYPE, round, self.timeout)
@@ -140,7 +146,8 @@ class FlowerChannel(Channel):
         return replies
 
 
-def client_handler(make_client, defaults=None):
+def client_handler(make_client: Callable[[np.ndarray, np.ndarray, int], ClientRole],
+                   defaults: Mapping[str, Any] | None = None) -> Callable[[Any, Any], Any]:
     """A ClientApp ``train`` handler running the client role that ``make_client`` builds.
 
     ``make_client(X, ids, client_id)`` is called with the node's partition (see
@@ -172,7 +179,9 @@ def client_handler(make_client, defaults=None):
     return train
 
 
-def role_apps(run, make_client, data, *, timeout=DEFAULT_TIMEOUT):
+def role_apps(run: Callable[[FlowerChannel], Any],
+              make_client: Callable[[np.ndarray, np.ndarray, int], ClientRole],
+              data: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT) -> FlowerApps:
     """A ServerApp and a ClientApp that run one method's roles on Flower nodes.
 
     Parameters
@@ -206,7 +215,8 @@ def role_apps(run, make_client, data, *, timeout=DEFAULT_TIMEOUT):
     return apps
 
 
-def estimator_apps(estimator, data, *, timeout=DEFAULT_TIMEOUT):
+def estimator_apps(estimator: Any, data: Mapping[str, Any], *,
+                   timeout: float = DEFAULT_TIMEOUT) -> FlowerApps:
     """A ServerApp and a ClientApp that fit a federated estimator on Flower nodes.
 
     Works for every :class:`~fedcore.algorithms.base.FederatedEstimator` (FeCA, k-FED, M-Avg,
