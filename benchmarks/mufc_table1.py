@@ -3,6 +3,7 @@
     python benchmarks/mufc_table1.py                                # Celltype + Gaussian, uniform
     python benchmarks/mufc_table1.py --server-data uniform weighted --plot docs/figures
     python benchmarks/mufc_table1.py --datasets tmi tcga --seeds 2 --removals 5 --insecure
+    python benchmarks/mufc_table1.py --complete-clients --removals 3   # [MUFC] Table 2 (M.3)
 
 Data sets (``--datasets``): "celltype", the real Celltype data with the [MUFC] authors' client
 split (``fedcore.datasets.load_celltype``; loss ratios divide by the authors' precomputed optimum
@@ -59,6 +60,16 @@ PAPER = {
     "postures": ("1.10 +- 0.01", "1.13 +- 0.01", "1.03 +- 0.00", "613x"),
     "femnist": ("1.20 +- 0.00", "1.21 +- 0.00", "1.18 +- 0.00", "53x"),
     "covtype": ("1.03 +- 0.02", "1.60 +- 0.01", "1.03 +- 0.02", "267x"),
+}
+# [MUFC] Appendix M.3, Table 2: MUFC with complete client training (k-means++ and Lloyd).
+PAPER_COMPLETE = {
+    "tmi": ("1.05 +- 0.01", "1.84 +- 0.07", "1.54 +- 0.13"),
+    "celltype": ("1.03 +- 0.00", "1.72 +- 0.24", "1.46 +- 0.01"),
+    "gaussian": ("1.02 +- 0.00", "1.25 +- 0.01", "1.02 +- 0.00"),
+    "tcga": ("1.02 +- 0.01", "1.56 +- 0.11", "1.15 +- 0.02"),
+    "postures": ("1.02 +- 0.00", "1.13 +- 0.01", "1.03 +- 0.00"),
+    "femnist": ("1.12 +- 0.00", "1.21 +- 0.00", "1.18 +- 0.00"),
+    "covtype": ("1.02 +- 0.00", "1.60 +- 0.01", "1.03 +- 0.02"),
 }
 METHODS = ("MUFC", "K-FED", "DC-KM")
 DATASETS = ("celltype",) + tuple(STANDINS)
@@ -140,10 +151,11 @@ def resolve_gamma(gamma, n):
     return 1.0 / n if gamma == "1/n" else gamma
 
 
-def mufc(data, server_data, seed, *, kc, gamma="auto", secure=True, server_update="exact"):
+def mufc(data, server_data, seed, *, kc, gamma="auto", secure=True, server_update="exact",
+         complete=False):
     return MUFC(data.k, client_clusters=kc, server_data=server_data,
                 gamma=resolve_gamma(gamma, data.X.shape[0]), secure=secure,
-                server_update=server_update, random_state=seed)
+                server_update=server_update, client_refine=complete, random_state=seed)
 
 
 def baselines(data, fed, seed, kc, dckm_n_init):
@@ -155,13 +167,13 @@ def baselines(data, fed, seed, kc, dckm_n_init):
             "DC-KM": dckm.federated_inertia() / data.phi}
 
 
-def mufc_seed(data, fed, server_data, seed, n_removals, kc, gamma, secure):
+def mufc_seed(data, fed, server_data, seed, n_removals, kc, gamma, secure, complete=False):
     """MUFC's loss ratios and removal latencies for one seed."""
-    exact = mufc(data, server_data, seed, kc=kc, gamma=gamma, secure=secure).fit(fed)
+    opts = {"kc": kc, "gamma": gamma, "secure": secure, "complete": complete}
+    exact = mufc(data, server_data, seed, **opts).fit(fed)
     out = {"MUFC": exact.federated_inertia() / data.phi,
            "MUFC eq.1": exact.inertia(data.X) / data.phi}
-    lazy = mufc(data, server_data, seed, kc=kc, gamma=gamma, secure=secure,
-                server_update="lazy").fit(fed)
+    lazy = mufc(data, server_data, seed, server_update="lazy", **opts).fit(fed)
     rng = np.random.default_rng(seed)
     lat, lat_lazy, wall, offline = [], [], [], []
     for _ in range(n_removals):
@@ -176,8 +188,8 @@ def mufc_seed(data, fed, server_data, seed, n_removals, kc, gamma, secure):
         Xr, owners, ids = remaining_points(exact)
         refed = refederate(Xr, owners, ids, exact._active)
         retrain = np.median([
-            mufc(data, server_data, seed + r + 1, kc=kc, gamma=gamma, secure=secure,
-                 server_update="retrain").fit(refed).fit_report_.modeled_latency
+            mufc(data, server_data, seed + r + 1, server_update="retrain", **opts)
+            .fit(refed).fit_report_.modeled_latency
             for r in range(3)])
         out.update(lat=np.median(lat), lat_lazy=np.median(lat_lazy), wall=np.median(wall),
                    offline=np.median(offline), retrain=retrain)
@@ -194,18 +206,24 @@ def run_table(args):
         t_set = time.perf_counter()
         data = load(name, args.split_clusters)
         kc = data.split_clusters if args.clients_seed_split else data.k
-        print(f"# {data.describe()}; clients seed {kc}; gamma {args.gamma}", flush=True)
+        print(f"# {data.describe()}; clients seed {kc}; gamma {args.gamma}"
+              + ("; MUFC clients run Lloyd ([MUFC] Appendix M.3)" if args.complete_clients
+                 else ""), flush=True)
         feds = [data.federation(s) for s in range(args.seeds)]
         base = [baselines(data, feds[s], s, kc, args.dckm_n_init) for s in range(args.seeds)]
         for server_data in args.server_data:
             warm_up(lambda s, update="exact": mufc(data, server_data, s, kc=kc,
                                                    gamma=args.gamma, secure=not args.insecure,
-                                                   server_update=update),
+                                                   server_update=update,
+                                                   complete=args.complete_clients),
                      feds[0], data.k, kc, 0)
             runs = [dict(base[s], **mufc_seed(data, feds[s], server_data, s, args.removals, kc,
-                                              args.gamma, not args.insecure))
+                                              args.gamma, not args.insecure,
+                                              args.complete_clients))
                     for s in range(args.seeds)]
             paper = PAPER[data.pseudo_paper]
+            if args.complete_clients:
+                paper = PAPER_COMPLETE[data.pseudo_paper] + paper[3:]
             loss_rows.append((name, server_data,
                               *[cell([r[m] for r in runs]) for m in METHODS + ("MUFC eq.1",)],
                               *paper[:3]))
@@ -220,7 +238,8 @@ def run_table(args):
                                   f"{med['retrain'] / med['lat_lazy']:.0f}x", paper[3]))
         print(f"# {name}: {time.perf_counter() - t_set:.0f} s", flush=True)
     print()
-    print(f"Loss ratio, mean +- std over {args.seeds} seeds (population std); [MUFC] Table 1 "
+    table = "Table 2 (complete client training)" if args.complete_clients else "Table 1"
+    print(f"Loss ratio, mean +- std over {args.seeds} seeds (population std); [MUFC] {table} "
           f"beside")
     print_table(("data set", "server data", "MUFC", "K-FED", "DC-KM", "MUFC eq.(1)",
                  "paper MUFC", "paper K-FED", "paper DC-KM"), loss_rows)
@@ -386,6 +405,9 @@ def parse_args(argv=None):
                         help="auto (1/sqrt(n)), 1/n, or a float in (0, 1]")
     parser.add_argument("--dckm-n-init", type=int, default=10,
                         help="k-means restarts of DC-KM's clients and server")
+    parser.add_argument("--complete-clients", action="store_true",
+                        help="MUFC clients run Lloyd after seeding (MUFC(client_refine=True)), "
+                             "beside [MUFC] Table 2 (Appendix M.3)")
     parser.add_argument("--insecure", action="store_true",
                         help="plaintext sums instead of SCMA (same results, faster)")
     parser.add_argument("--plot", metavar="DIR",

@@ -496,6 +496,8 @@ add_param_cases("MUFC.fit", lambda v: _mufc(gamma=v), "gamma",
                 [(0.0, ValueError), (1.5, ValueError), (-0.1, ValueError), (np.nan, ValueError),
                  ("fast", TypeError)])
 add_param_cases("MUFC.fit", lambda v: _mufc(server_data=v), "server_data", [("all", ValueError)])
+add_param_cases("MUFC.fit", lambda v: _mufc(client_refine=v), "client_refine",
+                [("yes", TypeError), (None, TypeError), (1, TypeError)])
 add_param_cases("MUFC.fit", lambda v: _mufc(bounds=v), "bounds", [
     ((np.zeros(3), np.ones(3)), ValueError),                   # does not contain the data
     ((np.zeros(2), np.full(2, 10.0)), ValueError),             # wrong width

@@ -18,7 +18,7 @@ from . import aggregation as _aggregation
 from ..base import BaseEstimator, all_or_nothing, check_is_fitted
 from ..clients import check_federation
 from .coupled import CoupledKMeans
-from .quantize import Quantizer
+from .quantize import Quantizer, UniformPoints
 from ..kmeans.lloyd import KMeans, assign
 from .unlearning import UnlearnableKMeans
 
@@ -90,21 +90,32 @@ class MUFC(BaseEstimator):
         "exact" (default) and "retrain": after every removal the server re-clusters the new
         aggregate with fresh randomness, so the model is distributed exactly as a fit on the
         remaining data. "retrain" runs ``server_n_init`` new k-means++ and Lloyd runs; "exact"
-        (with ``server_data="weighted"``) couples each run with its previous one instead
+        couples each run with its previous one instead
         (:class:`~fedcore.algorithms.mufc.coupled.CoupledKMeans`): each seed is kept with
         probability ``min(1, Q/P)`` of its new and old D^2 probabilities, else it and the later
         seeds are redrawn, which gives exactly k-means++'s distribution on the new aggregate;
         Lloyd from kept seeds is replayed from the previous run's bounds, same bits as a new run.
         A one-point removal then costs the server O(n + k d) per Lloyd iteration plus the rows
         of the clusters it touches, instead of a new fit; the server keeps each restart's Lloyd
-        trace, O(n_iter (n + k d)) memory. "lazy": the server keeps its centers when no client
-        re-seeded (the paper's measurement); not exact.
+        trace, O(n_iter (n + k d)) memory. With ``server_data="uniform"`` the server also keeps
+        its sampled points and updates them to the new counts (a bin that lost points keeps a
+        uniformly random subset, one that gained points draws new ones:
+        :class:`~fedcore.algorithms.mufc.quantize.UniformPoints`), which has the law of a fresh
+        sample, and couples the restarts on them. "lazy": the server keeps its centers when no
+        client re-seeded (the paper's measurement); not exact.
+    client_refine : bool, default=False
+        Complete client training ([MUFC] Appendix M.3, Table 2): each client runs Lloyd's
+        algorithm from its k-means++ seeds (:class:`UnlearnableKMeans` with ``refine=True``) and
+        sends its refined centers' bins with their cluster sizes. Still exact: after a removal the
+        client re-runs Lloyd from its exactly unlearned seeds, so every removal costs the affected
+        client a Lloyd run (as DC-KM's clients), not only the removals that hit a seed.
     random_state : None, int or numpy.random.Generator
 
     Attributes
     ----------
     cluster_centers_ : ndarray (n_clusters, n_features), server centers
-    client_centers_ : list of ndarray (client_clusters, n_features), each client's seeds
+    client_centers_ : list of ndarray (client_clusters, n_features), each client's centers (its
+        seeds, or its Lloyd centers with ``client_refine=True``)
     aggregate_ : tuple (bins (m, d) int64, counts (m,) int64), the decoded sum, sorted
     comm_ : CommLedger
     n_rounds_ : int, aggregation rounds so far (fit is round 0)
@@ -118,7 +129,7 @@ class MUFC(BaseEstimator):
                  server_n_init: int = 10, bounds: tuple[ArrayLike, ArrayLike] | None = None,
                  random_phase: bool = False,
                  server_update: Literal["exact", "retrain", "lazy"] = "exact",
-                 dropout_threshold: int | None = None,
+                 dropout_threshold: int | None = None, client_refine: bool = False,
                  random_state: np.random.Generator | int | None = None) -> None:
         self.n_clusters = n_clusters
         self.client_clusters = client_clusters
@@ -130,6 +141,7 @@ class MUFC(BaseEstimator):
         self.random_phase = random_phase
         self.server_update = server_update
         self.dropout_threshold = dropout_threshold
+        self.client_refine = client_refine
         self.random_state = random_state
 
     # ------------------------------------------------------------------ fit
@@ -152,7 +164,8 @@ class MUFC(BaseEstimator):
         self._clients, self._vectors, client_times = [], {}, []
         for l, (X_l, ids_l) in enumerate(federation):
             t0 = time.perf_counter()
-            self._clients.append(UnlearnableKMeans(self._kp, random_state=client_rngs[l])
+            self._clients.append(UnlearnableKMeans(self._kp, refine=self._client_refine(),
+                                                   random_state=client_rngs[l])
                                  .fit(X_l, sample_ids=ids_l))
             self._vectors[l] = self._client_vector(l)
             client_times.append(time.perf_counter() - t0)
@@ -179,6 +192,7 @@ class MUFC(BaseEstimator):
         client_rngs = rng.spawn(sizes.shape[0])
         self._server_rng = rng.spawn(1)[0]
         self._coupled = None
+        self._uniform = None
         self.comm_ = CommLedger()
         self.n_rounds_ = 0
         self._quantizer = self._make_quantizer(int(sizes.sum()), n_features, boxes, rng)
@@ -204,6 +218,10 @@ class MUFC(BaseEstimator):
                              "tolerance is part of SCMA)")
         return check_int(t, "dropout_threshold", min_value=1, max_value=n_clients)
 
+    def _client_refine(self):
+        """``client_refine`` as a bool (False for models saved before it existed)."""
+        return bool(getattr(self, "client_refine", False))
+
     def _kp_name(self):
         """The argument that sets K': client_clusters, or n_clusters when it is None."""
         return "n_clusters" if self.client_clusters is None else "client_clusters"
@@ -223,6 +241,9 @@ class MUFC(BaseEstimator):
         if self.server_update not in ("exact", "retrain", "lazy"):
             raise ValueError("Argument 'server_update' must be 'exact', 'retrain' or 'lazy', got "
                              f"{self.server_update!r}")
+        if not isinstance(getattr(self, "client_refine", False), (bool, np.bool_)):
+            raise TypeError("Argument 'client_refine' must be True or False, got "
+                            f"{self.client_refine!r}")
         return k, kp
 
     def _make_quantizer(self, n, n_features, boxes, rng):
@@ -256,7 +277,7 @@ class MUFC(BaseEstimator):
             {l: self._vectors[l] for l in self._active}, self.n_rounds_, self.comm_)
         timings.update(stage_times)
         self._publish(bins, counts, recluster, timings)
-        self.client_centers_ = [self._clients[l].seeds_ for l in self._active]
+        self.client_centers_ = [self._clients[l].cluster_centers_ for l in self._active]
 
     def _publish(self, bins, counts, recluster, timings):
         """Server: keep the decoded sum and re-cluster it when asked (Alg. 1 lines 6-7)."""
@@ -271,6 +292,8 @@ class MUFC(BaseEstimator):
         (coupled with the previous runs when ``server_update="exact"``)."""
         rng = self._server_rng
         if self.server_data == "uniform":
+            if self.server_update == "exact":
+                return self._uniform_coupled(bins, counts, rng)
             points = self._quantizer.sample(bins, counts, rng)
             weights = None
         else:
@@ -292,11 +315,25 @@ class MUFC(BaseEstimator):
         model = KMeans(self._k, n_init=self.server_n_init, random_state=rng)
         return model.fit(points, sample_weight=weights).cluster_centers_
 
+    def _uniform_coupled(self, bins, counts, rng):
+        """Uniform server data with the exact coupled update: the previous round's points are
+        updated to the new counts (:class:`~fedcore.algorithms.mufc.quantize.UniformPoints`)
+        and the k-means++ restarts re-fit on them by :class:`CoupledKMeans`."""
+        if self._coupled is None:
+            data = UniformPoints.draw(self._quantizer, bins, counts, rng)
+            self._coupled = CoupledKMeans(self._k, self.server_n_init).fit(
+                data.keys, data.points, np.ones(data.points.shape[0]), rng)
+        else:
+            data = self._uniform.update(self._quantizer, bins, counts, rng)
+            self._coupled.refit(data.keys, data.points, np.ones(data.points.shape[0]), rng)
+        self._uniform = data
+        return self._coupled.cluster_centers_
+
     # -------------------------------------------------------------- unlearning
     # What a round changes at the server: restored by :func:`all_or_nothing` when it fails.
     _ROUND_DEEP = ("_server_rng", "_coupled", "_aggregator")
     _ROUND_SHALLOW = ("n_rounds_", "_vectors", "_active", "aggregate_", "cluster_centers_",
-                      "client_centers_")
+                      "client_centers_", "_uniform")
 
     def remove(self, client_id: int, ids: ArrayLike) -> MUFCRemovalReport:
         """Remove points ``ids`` (global point ids) held by client ``client_id`` ([MUFC] Alg. 4,
@@ -389,7 +426,7 @@ class MUFC(BaseEstimator):
         for l in self._active:
             client = self._clients[l]
             clients.append((client.remaining()[0], client.labels_,
-                            self._server_view(client.seeds_)))
+                            self._server_view(client.cluster_centers_)))
         return federated_inertia(clients, self.cluster_centers_)
 
     @property
@@ -444,9 +481,10 @@ def _check_bounds_contain(bounds, boxes):
 
 
 def client_vector(quantizer, client):
-    """A client's sparse vector q^(l) (Alg. 1 line 4): (bins, counts) of its quantized centers,
-    counts = cluster sizes, from a fitted :class:`UnlearnableKMeans` ``client``."""
-    bins = quantizer.bins(client.seeds_)
+    """A client's sparse vector q^(l) (Alg. 1 line 4): (bins, counts) of its quantized centers
+    (its seeds, or its Lloyd centers when it refines), counts = cluster sizes, from a fitted
+    :class:`UnlearnableKMeans` ``client``."""
+    bins = quantizer.bins(client.cluster_centers_)
     uniq, inverse = np.unique(bins, axis=0, return_inverse=True)
     counts = np.bincount(inverse.ravel(), weights=client.cluster_sizes_,
                          minlength=uniq.shape[0]).astype(np.int64)
@@ -483,7 +521,8 @@ class SimplifiedFC(MUFC):
     def _client_vector(self, l):
         client = self._clients[l]
         keep = client.cluster_sizes_ > 0
-        return client.seeds_[keep].astype(np.float64), client.cluster_sizes_[keep]
+        return (client.cluster_centers_[keep].astype(np.float64),
+                client.cluster_sizes_[keep])
 
 
 class _NoQuantizer:

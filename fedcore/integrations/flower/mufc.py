@@ -61,7 +61,7 @@ DEFAULTS = {
     "server-data": "weighted", "server-n-init": 10, "random-phase": False,
     "server-update": "exact", "random-seed": 0, "removals": "", "timeout": DEFAULT_TIMEOUT,
     "output-path": "", "dataset": "gaussian", "partition": "noniid", "clusters-per-client": 5,
-    "data-seed": 0, "dropout-threshold": 0,
+    "data-seed": 0, "dropout-threshold": 0, "client-refine": False,
 }
 
 _STATE = "fedcore-mufc"
@@ -106,7 +106,17 @@ def _estimator(cfg):
                 server_n_init=int(cfg["server-n-init"]), random_phase=bool(cfg["random-phase"]),
                 server_update=str(cfg["server-update"]),
                 dropout_threshold=int(cfg["dropout-threshold"]) or None,
+                client_refine=_flag(cfg.get("client-refine", False), "client-refine"),
                 random_state=None if int(cfg["random-seed"]) < 0 else int(cfg["random-seed"]))
+
+
+def _flag(value, key):
+    """A boolean setting: a bool, or "true" / "false" in any case (run configs hold strings)."""
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise ValueError(f"Setting {key!r} must be true or false, got {value!r}")
 
 
 def parse_removals(text):
@@ -139,7 +149,9 @@ class _Client:
                                    arrays["phase"] if bool(config["has-phase"]) else None)
         rng = generator_from_config({"entropy": config["entropy"],
                                      "spawn-key": list(config["spawn-key"])})
-        self.model = UnlearnableKMeans(int(config["client-clusters"]), random_state=rng)
+        self.model = UnlearnableKMeans(int(config["client-clusters"]),
+                                       refine=bool(config.get("client-refine", False)),
+                                       random_state=rng)
         self.model.fit(self.X, sample_ids=self.ids)
         if bool(config["secure"]):
             setup = SCMASetup.from_public_config(
@@ -295,6 +307,7 @@ class _Server:
         for setup, node in zip(setups, self.node_of):
             config = {"client-id": setup["client_id"],
                       "client-clusters": setup["client_clusters"],
+                      "client-refine": bool(setup["client_refine"]),
                       "secure": setup["scma"] is not None, "scale": setup["scale"],
                       "gamma": setup["gamma"], "has-phase": setup["phase"] is not None,
                       "entropy": str(setup["entropy"]), "spawn-key": list(setup["spawn_key"])}

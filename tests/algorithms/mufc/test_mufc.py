@@ -41,25 +41,55 @@ def _two_sample(counts_a, counts_b):
     return chi2_contingency(table).pvalue, table.shape[1]
 
 
-@pytest.mark.parametrize("secure", [False, True])
-def test_fit_then_remove_is_distributed_as_refit(secure):
-    n_trials = 3000 if not secure else 1500
+@pytest.mark.parametrize("secure, refine", [(False, False), (True, False), (False, True)],
+                         ids=["plain", "secure", "complete-clients"])
+def test_fit_then_remove_is_distributed_as_refit(secure, refine):
+    """Also with complete client training ([MUFC] Appendix M.3): the client re-runs Lloyd from
+    its exactly unlearned seeds."""
+    n_trials = 3000 if not (secure or refine) else 1500
     removed = 2  # a duplicate point of client 0: often a center
     after, refit = collections.Counter(), collections.Counter()
     for s in range(n_trials):
         m = MUFC(2, client_clusters=2, gamma=0.25, bounds=BOUNDS, secure=secure, server_n_init=1,
-                 random_state=s).fit(_tiny_federation())
+                 client_refine=refine, random_state=s).fit(_tiny_federation())
         m.remove(0, [removed])
         after[_outcome(m)] += 1
         # The reference re-fits from scratch (server_update="retrain"): another implementation of
         # the server than the coupled re-fit under test.
         r = MUFC(2, client_clusters=2, gamma=0.25, bounds=BOUNDS, secure=secure, server_n_init=1,
-                 server_update="retrain", random_state=10**6 + s).fit(
+                 server_update="retrain", client_refine=refine, random_state=10**6 + s).fit(
                      _tiny_federation(drop=removed))
         refit[_outcome(r)] += 1
     pvalue, n_bins = _two_sample(after, refit)
     assert n_bins >= 5  # the test has power: many joint outcomes
     assert pvalue > ALPHA
+
+
+def test_complete_client_training_sends_lloyd_centers():
+    """client_refine=True ([MUFC] Appendix M.3): each client sends the bins of its Lloyd centers
+    with their cluster sizes; the seeds are the same as without refinement."""
+    X, y, _ = fedcore.datasets.make_gaussian_mixture(600, 2, 4, random_state=0)
+    fed = fedcore.partition(X, 3, "noniid", labels=y, clusters_per_client=2, random_state=0)
+    seeding = MUFC(4, secure=False, random_state=1).fit(fed)
+    complete = MUFC(4, secure=False, client_refine=True, random_state=1).fit(fed)
+    moved = 0
+    for l in complete.client_ids_:
+        a, b = seeding.client_model(l), complete.client_model(l)
+        np.testing.assert_array_equal(a.seeds_, b.seeds_)
+        np.testing.assert_array_equal(complete.client_centers_[l], b.cluster_centers_)
+        want = fedcore.KMeans(4, init=b.seeds_, n_init=1).fit(fed.client(l)[0])
+        np.testing.assert_allclose(b.cluster_centers_, want.cluster_centers_, rtol=1e-12)
+        moved += int(not np.array_equal(b.cluster_centers_, b.seeds_))
+    assert moved > 0  # Lloyd moved some client's centers: the option changes what is sent
+    bins = np.concatenate([complete._quantizer.bins(complete.client_model(l).cluster_centers_)
+                           for l in complete.client_ids_])
+    sizes = np.concatenate([complete.client_model(l).cluster_sizes_
+                            for l in complete.client_ids_])
+    uniq, inverse = np.unique(bins, axis=0, return_inverse=True)
+    counts = np.bincount(inverse.ravel(), weights=sizes).astype(np.int64)
+    np.testing.assert_array_equal(complete.aggregate_[0], uniq[counts > 0])
+    np.testing.assert_array_equal(complete.aggregate_[1], counts[counts > 0])
+    assert complete.get_params()["client_refine"] is True
 
 
 def test_remove_clients_equals_fit_without_them_in_distribution():

@@ -55,6 +55,18 @@ def test_same_model_as_in_process_10_clients_with_removals():
     np.testing.assert_array_equal(result.predict(X), model.predict(X))
 
 
+def test_complete_client_training_matches_in_process():
+    """client_refine=True ([MUFC] Appendix M.3) travels in the set-up: the nodes run Lloyd
+    after seeding and again after a removal, as the in-process clients do."""
+    fed = _federation(5)
+    estimator = MUFC(10, client_clusters=5, client_refine=True, random_state=2)
+    probe = MUFC(**estimator.get_params()).fit(fed)
+    plain = int(np.setdiff1d(fed.client(1)[1], probe._clients[1].center_ids_)[0])
+    model, _ = _in_process(estimator, fed, [(1, [plain])])
+    result = flower_mufc.mufc_apps(estimator, DATA, removals=[(1, [plain])]).simulate(5)
+    _assert_same(result, model)
+
+
 def test_plaintext_lazy_server_matches_in_process():
     fed = _federation(10)
     estimator = MUFC(10, client_clusters=5, secure=False, server_update="lazy", random_state=5)
@@ -246,6 +258,9 @@ def test_deployment_settings_and_saved_model(tmp_path):
     assert model.get_params() == MUFC(4, client_clusters=3, gamma=0.05, secure=False,
                                       random_state=9).get_params()
     assert flower_mufc._estimator(dict(cfg, **{"random-seed": -1})).random_state is None
+    assert flower_mufc._estimator(dict(cfg, **{"client-refine": "True"})).client_refine is True
+    with pytest.raises(ValueError, match="'client-refine' must be true or false"):
+        flower_mufc._estimator(dict(cfg, **{"client-refine": "maybe"}))
     from fedcore.algorithms.mufc import MUFCRemovalReport
     result = flower_mufc.MUFCFlowerResult(
         np.arange(8.0).reshape(4, 2), (np.array([[1, 2], [3, 4]]), np.array([5, 6])), None,
