@@ -3,7 +3,8 @@
 
     python benchmarks/f3km_scale.py                   # [F3KM] Table 4: n = 50k, 0.5M, 1M, 5M
     python benchmarks/f3km_scale.py --n 50000 500000 --repeats 3
-    python benchmarks/f3km_scale.py --real            # [F3KM] Fig. 8/9: Wage, CPS1988 vs Fair-LP
+    python benchmarks/f3km_scale.py --real            # [F3KM] Fig. 9: Wage, CPS1988 vs Fair-LP
+    python benchmarks/f3km_scale.py --real --deltas 0.2 0.4 0.6 0.8   # [F3KM] Fig. 8 (k = 4)
     python benchmarks/f3km_scale.py --rounds          # [F3KM] Table 3: rounds vs block size (Wage)
     python benchmarks/f3km_scale.py --quick           # smoke test: Table 4 at n = 50k, no Fair-LP
     python benchmarks/f3km_scale.py --quick --stop paper   # the same with the paper's stopping rule
@@ -104,40 +105,53 @@ def real_tables(args):
     from fedcore.algorithms.f3km.cdkm import CDKM
     from fedcore.algorithms.f3km import FairKMeans, FairLP
     from fedcore.datasets.fair import load_cps1988, load_wage
-    from fedcore.metrics.fairness import balance, relative_error
-    print("Fig. 8/9 setting: delta=0.2, k=4; relative error = SSE / SSE(Lloyd from the same "
-          "k-means++ seeds); min balance over clusters; additive violation (eq. 33); "
-          f"F3KM stop={args.stop}, max_iter={args.max_iter}")
-    print(f"{'table':>8} {'seed':>4} {'method':>14} {'rel.err':>7} {'min bal':>7} {'viol':>6} "
-          f"{'iters':>5} {'s':>6}")
+    from fedcore.metrics.fairness import additive_violation, balance, relative_error
+    print(f"Fig. 8/9 setting: k=4, delta in {args.deltas}; relative error = SSE / SSE(Lloyd from "
+          "the same k-means++ seeds); min balance over clusters; additive violation (eq. 33); "
+          f"F3KM block_size={args.real_block_size}, stop={args.stop}, max_iter={args.max_iter}; "
+          "Lloyd's time is not measured (0.00)")
+    print(f"{'table':>8} {'delta':>5} {'seed':>4} {'method':>14} {'rel.err':>7} {'min bal':>7} "
+          f"{'viol':>6} {'iters':>5} {'s':>6}")
+    summary = {}
     for name, data in (("wage", load_wage()), ("cps1988", load_cps1988())):
         X, g = data.X, data.groups
         for seed in range(args.seeds):
             centers, _ = kmeans_plusplus(X, 4, random_state=seed)
             lloyd = KMeans(4, init=centers, tol=0.0).fit(X)
-            rows = [("Lloyd", lloyd.labels_, 0.0, None, lloyd.n_iter_)]
             t0 = time.perf_counter()
             cd = CDKM(4, random_state=seed).fit(X)
-            rows.append(("CDKM", cd.labels_, time.perf_counter() - t0, None, cd.n_iter_))
-            for rho in (1.0, 10.0):
-                t0 = time.perf_counter()
-                m = FairKMeans(4, delta=0.2, rho=rho, max_iter=args.max_iter, stop=args.stop,
-                               random_state=seed).fit(X, groups=g)
-                rows.append((f"F3KM rho={rho:g}", m.labels_, time.perf_counter() - t0,
-                             m.violation_, m.n_iter_))
-            if not args.no_fairlp:
-                t0 = time.perf_counter()
-                lp = FairLP(4, delta=0.2, random_state=seed).fit(X, groups=g)
-                rows.append(("Fair-LP", lp.labels_, time.perf_counter() - t0, lp.violation_,
-                             None))
-            from fedcore.metrics.fairness import additive_violation
-            for method, labels, secs, viol, iters in rows:
-                viol = additive_violation(labels, g, delta=0.2) if viol is None else viol
-                iters = "" if iters is None else iters
-                print(f"{name:>8} {seed:>4} {method:>14} "
-                      f"{relative_error(X, labels, lloyd.labels_):7.3f} "
-                      f"{np.nanmin(balance(labels, g, 4)):7.3f} {viol:6.2f} {iters:>5} "
-                      f"{secs:6.2f}", flush=True)
+            base = [("Lloyd", lloyd.labels_, 0.0, None, lloyd.n_iter_),
+                    ("CDKM", cd.labels_, time.perf_counter() - t0, None, cd.n_iter_)]
+            for delta in args.deltas:
+                rows = list(base)
+                for rho in (1.0, 10.0):
+                    t0 = time.perf_counter()
+                    m = FairKMeans(4, delta=delta, rho=rho, block_size=args.real_block_size,
+                                   max_iter=args.max_iter, stop=args.stop,
+                                   random_state=seed).fit(X, groups=g)
+                    rows.append((f"F3KM rho={rho:g}", m.labels_, time.perf_counter() - t0,
+                                 m.violation_, m.n_iter_))
+                if not args.no_fairlp:
+                    t0 = time.perf_counter()
+                    lp = FairLP(4, delta=delta, random_state=seed).fit(X, groups=g)
+                    rows.append(("Fair-LP", lp.labels_, time.perf_counter() - t0, lp.violation_,
+                                 None))
+                for method, labels, secs, viol, iters in rows:
+                    viol = additive_violation(labels, g, delta=delta) if viol is None else viol
+                    iters = "" if iters is None else iters
+                    rel = relative_error(X, labels, lloyd.labels_)
+                    bal = float(np.nanmin(balance(labels, g, 4)))
+                    summary.setdefault((name, delta, method), []).append((rel, bal, viol))
+                    print(f"{name:>8} {delta:5.2f} {seed:>4} {method:>14} {rel:7.3f} {bal:7.3f} "
+                          f"{viol:6.2f} {iters:>5} {secs:6.2f}", flush=True)
+    if args.seeds > 1:
+        print(f"\nMeans over {args.seeds} seeds (viol: mean / max)")
+        print(f"{'table':>8} {'delta':>5} {'method':>14} {'rel.err':>7} {'min bal':>7} "
+              f"{'viol':>13}")
+        for (name, delta, method), vals in summary.items():
+            v = np.array(vals)
+            print(f"{name:>8} {delta:5.2f} {method:>14} {v[:, 0].mean():7.3f} "
+                  f"{v[:, 1].mean():7.3f} {v[:, 2].mean():6.2f} / {v[:, 2].max():5.2f}")
 
 
 def rounds(args):
@@ -178,6 +192,10 @@ def main():
     p.add_argument("--fairlp-time-limit", type=float, default=1800.0)
     p.add_argument("--real", action="store_true")
     p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--deltas", type=float, nargs="+", default=[0.2],
+                   help="--real: delta values ([F3KM] Fig. 8: 0.2 0.4 0.6 0.8; Fig. 9: 0.2)")
+    p.add_argument("--real-block-size", type=lambda v: v if v == "auto" else int(v),
+                   default="auto", help="--real: F3KM block size n_b (default auto = n/4)")
     p.add_argument("--rounds", action="store_true")
     p.add_argument("--block-sizes", type=int, nargs="+", default=[1, 200, 500, 1000, 3000])
     p.add_argument("--one", type=int, help=argparse.SUPPRESS)
