@@ -41,7 +41,8 @@ from ..kernels.parallel import single_threaded_kernels
 from .ledger import SERVER, CommLedger
 
 __all__ = ["Message", "diagnostic", "message_type", "type_name", "expect", "ClientRole",
-           "ServerRole", "Channel", "InProcessChannel", "run_clients", "ProtocolError"]
+           "ServerRole", "Channel", "InProcessChannel", "run_clients", "ProtocolError",
+           "seed_fields", "generator_from_seed"]
 
 _TYPES: dict[str, type] = {}
 T = TypeVar("T")
@@ -215,3 +216,17 @@ def expect(message: Message, cls: type[M], role: str) -> M:
     if not isinstance(message, cls):
         raise ProtocolError(f"{role} expected a {cls.__name__}, got {type(message).__name__}")
     return message
+
+
+def seed_fields(rng: np.random.Generator) -> tuple[str, np.ndarray]:
+    """The seed of a NumPy Generator as message fields: the entropy as a decimal string (128
+    bits fit no int64 field) and the spawn key as an int64 array. :func:`generator_from_seed`
+    rebuilds the same stream."""
+    seq = rng.bit_generator.seed_seq
+    return str(seq.entropy), np.asarray(seq.spawn_key, dtype=np.int64)
+
+
+def generator_from_seed(entropy: str | int, spawn_key: Sequence[int]) -> np.random.Generator:
+    """The Generator whose seed :func:`seed_fields` wrote: the same stream."""
+    seq = np.random.SeedSequence(int(entropy), spawn_key=tuple(int(k) for k in spawn_key))
+    return np.random.Generator(np.random.PCG64(seq))

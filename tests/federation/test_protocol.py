@@ -115,3 +115,12 @@ def test_fit_over_a_channel_equals_fit(cls):
     got = cls(**est.get_params()).fit_over(InProcessChannel(clients, n_jobs=2))
     np.testing.assert_array_equal(got.cluster_centers_, want.cluster_centers_)
     assert got.comm_.messages == want.comm_.messages
+
+
+def test_a_seed_crosses_the_wire_as_fields_and_gives_the_same_stream():
+    from fedcore.federation.protocol import generator_from_seed, seed_fields
+    rng = np.random.default_rng(2**100 + 7).spawn(3)[2]
+    entropy, spawn_key = seed_fields(rng)
+    assert isinstance(entropy, str) and spawn_key.dtype == np.int64
+    again = generator_from_seed(entropy, spawn_key)
+    np.testing.assert_array_equal(again.random(5), rng.random(5))

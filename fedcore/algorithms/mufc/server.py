@@ -17,6 +17,7 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 from numpy.typing import ArrayLike
 
+from ...federation.protocol import seed_fields
 from .estimators import MUFC, MUFCRemovalReport
 
 __all__ = ["MUFCServer"]
@@ -51,15 +52,16 @@ class MUFCServer:
     def client_setup(self, client_id: int, rng: np.random.Generator) -> dict[str, Any]:
         """What client ``client_id`` needs to seed and encode (sent once, before round 0):
         ``client_clusters``, ``client_refine``, the grid (``low``, ``scale``, ``gamma``, ``phase`` or None), the
-        seed of its random generator (``entropy``, ``spawn_key``) and SCMA's public parameters
+        seed of its random generator (``entropy``, a decimal string, and ``spawn_key``:
+        :func:`~fedcore.federation.protocol.seed_fields`) and SCMA's public parameters
         (``scma``, None for a plaintext sum)."""
         m, q = self.model, self.model._quantizer
-        seq = rng.bit_generator.seed_seq
+        entropy, spawn_key = seed_fields(rng)
         scma = m._aggregator.setup.public_config() if m.secure else None
         return {"client_id": int(client_id), "client_clusters": int(m._kp),
                 "client_refine": m._client_refine(), "low": q.low,
                 "scale": float(q.scale), "gamma": float(q.gamma), "phase": q.phase,
-                "entropy": int(seq.entropy), "spawn_key": tuple(int(k) for k in seq.spawn_key),
+                "entropy": entropy, "spawn_key": tuple(int(k) for k in spawn_key),
                 "scma": scma}
 
     # ------------------------------------------------------------------ rounds

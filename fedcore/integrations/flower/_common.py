@@ -17,7 +17,7 @@ import numpy as np
 
 __all__ = ["FlowerRoundError", "FlowerApps", "exchange", "wait_for_nodes", "arrays_record",
            "read_arrays", "settings", "local_partition", "federation_from_settings",
-           "simulate", "seed_sequence_config", "generator_from_config"]
+           "simulate"]
 
 DEFAULT_TIMEOUT = 600.0  # seconds a round may take before the missing nodes are reported
 
@@ -118,19 +118,6 @@ def arrays_record(**arrays):
 def read_arrays(record):
     """``{name: ndarray}`` of an ``ArrayRecord`` written by :func:`arrays_record`."""
     return {name: array.numpy() for name, array in record.items()}
-
-
-def seed_sequence_config(rng):
-    """The seed of a NumPy Generator as config values (entropy as a decimal string: 128 bits do
-    not fit Flower's int64 config values)."""
-    seq = rng.bit_generator.seed_seq
-    return {"entropy": str(seq.entropy), "spawn-key": [int(k) for k in seq.spawn_key]}
-
-
-def generator_from_config(config):
-    """The Generator whose seed :func:`seed_sequence_config` wrote: the same stream."""
-    seq = np.random.SeedSequence(int(config["entropy"]), spawn_key=tuple(config["spawn-key"]))
-    return np.random.Generator(np.random.PCG64(seq))
 
 
 def settings(defaults, context):

@@ -47,10 +47,10 @@ from ...algorithms.mufc.quantize import Quantizer
 from ...algorithms.mufc.server import MUFCServer
 from ...algorithms.mufc.unlearning import UnlearnableKMeans
 from ...federation.ledger import SERVER
+from ...federation.protocol import generator_from_seed
 from ...secagg import generate_key_pair
 from ._common import (DEFAULT_TIMEOUT, FlowerApps, FlowerRoundError, arrays_record, exchange,
-                      generator_from_config, local_partition, read_arrays, require_flwr,
-                      settings, wait_for_nodes)
+                      local_partition, read_arrays, require_flwr, settings, wait_for_nodes)
 
 __all__ = ["MUFCFlowerResult", "mufc_apps", "load_mufc_result", "parse_removals", "handle_hello",
            "handle_query", "handle_round", "DEFAULTS", "server_app", "client_app"]
@@ -147,8 +147,7 @@ class _Client:
         from ...secagg import SCMAClient, SCMASetup
         self.quantizer = Quantizer(arrays["low"], float(config["scale"]), float(config["gamma"]),
                                    arrays["phase"] if bool(config["has-phase"]) else None)
-        rng = generator_from_config({"entropy": config["entropy"],
-                                     "spawn-key": list(config["spawn-key"])})
+        rng = generator_from_seed(config["entropy"], config["spawn-key"])
         self.model = UnlearnableKMeans(int(config["client-clusters"]),
                                        refine=bool(config.get("client-refine", False)),
                                        random_state=rng)
@@ -310,7 +309,7 @@ class _Server:
                       "client-refine": bool(setup["client_refine"]),
                       "secure": setup["scma"] is not None, "scale": setup["scale"],
                       "gamma": setup["gamma"], "has-phase": setup["phase"] is not None,
-                      "entropy": str(setup["entropy"]), "spawn-key": list(setup["spawn_key"])}
+                      "entropy": setup["entropy"], "spawn-key": list(setup["spawn_key"])}
             config.update({f"setup-{k}": ("none" if v is None else v)
                            for k, v in (setup["scma"] or {}).items()})
             grid_arrays = arrays_record(low=setup["low"], phase=setup["phase"])
