@@ -154,7 +154,7 @@ def gather_local_centers(channel: Channel, rng: np.random.Generator, n_clusters:
     seeds = client_seeds(rng, channel.n_clients)
     replies = channel.exchange({l: LocalKMeansSetup(seed=seed, n_clusters=n_clusters,
                                                     **kmeans_params)
-                                for l, seed in enumerate(seeds)}, round=0)
+                                for l, seed in enumerate(seeds)}, round_number=0)
     return [expect(replies[l], LocalCenters, "server").centers for l in range(len(seeds))]
 
 

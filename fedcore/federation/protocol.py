@@ -92,14 +92,14 @@ class Message:
             bits += n * self.bits_per_element(f.name, value)
         return elements, bits
 
-    def record(self, ledger: CommLedger, round: int, sender: int | str,
+    def record(self, ledger: CommLedger, round_number: int, sender: int | str,
                receiver: int | str) -> None:
         """Count this message in ``ledger`` unless it is a setup message or has no payload."""
         if not self.counted:
             return
         n_elements, n_bits = self.size()
         if n_elements:
-            ledger.record(round, sender=sender, receiver=receiver,
+            ledger.record(round_number, sender=sender, receiver=receiver,
                           kind=self.kind or type(self).__name__, n_elements=n_elements,
                           n_bits=n_bits)
 
@@ -147,22 +147,25 @@ class Channel:
     n_clients: int
     ledger: CommLedger
 
-    def exchange(self, requests: Mapping[int, Message], round: int) -> dict[int, Message]:
-        """Send ``requests[client]`` to each client; ``{client: reply}`` in the same order."""
+    def exchange(self, requests: Mapping[int, Message],
+                 round_number: int) -> dict[int, Message]:
+        """Send ``requests[client]`` to each client in round ``round_number`` (of the ledger);
+        ``{client: reply}`` in the same order."""
         raise NotImplementedError
 
-    def broadcast(self, message: Message, round: int) -> dict[int, Message]:
-        """The same message to every client: ``exchange({l: message for every l}, round)``."""
-        return self.exchange({l: message for l in range(self.n_clients)}, round)
+    def broadcast(self, message: Message, round_number: int) -> dict[int, Message]:
+        """The same message to every client: ``exchange({l: message for every l},
+        round_number)``."""
+        return self.exchange({l: message for l in range(self.n_clients)}, round_number)
 
-    def _count(self, requests, replies, round):
+    def _count(self, requests, replies, round_number):
         for l, message in requests.items():
-            message.record(self.ledger, round, SERVER, l)
+            message.record(self.ledger, round_number, SERVER, l)
         for l, reply in replies.items():
             if not isinstance(reply, Message):
                 raise ProtocolError(f"Client {l} replied with a {type(reply).__name__}, "
                                     "not a Message")
-            reply.record(self.ledger, round, l, SERVER)
+            reply.record(self.ledger, round_number, l, SERVER)
 
 
 class InProcessChannel(Channel):
@@ -180,13 +183,14 @@ class InProcessChannel(Channel):
         self.n_jobs = n_jobs
         self.ledger = CommLedger() if ledger is None else ledger
 
-    def exchange(self, requests: Mapping[int, Message], round: int) -> dict[int, Message]:
+    def exchange(self, requests: Mapping[int, Message],
+                 round_number: int) -> dict[int, Message]:
         requests = dict(requests)
         addressed = list(requests)
         answers = run_clients(lambda i: self.clients[addressed[i]].handle(requests[addressed[i]]),
                               len(addressed), self.n_jobs)
         replies = dict(zip(addressed, answers))
-        self._count(requests, replies, round)
+        self._count(requests, replies, round_number)
         return replies
 
 

@@ -55,7 +55,7 @@ def test_channel_counts_requests_and_replies_measured_from_the_messages():
     clients = [Doubler(l) for l in range(3)]
     channel = InProcessChannel(clients)
     replies = channel.exchange({l: Block(np.arange(4.0), 0.5, np.zeros(1)) for l in range(3)},
-                               round=2)
+                               round_number=2)
     for l in range(3):
         np.testing.assert_array_equal(replies[l].values, 2 * np.arange(4.0) + l)
     ms = channel.ledger.messages
@@ -67,9 +67,9 @@ def test_channel_counts_requests_and_replies_measured_from_the_messages():
 def test_setup_messages_and_empty_requests_are_not_counted():
     clients = [Doubler(0), Doubler(1)]
     channel = InProcessChannel(clients)
-    channel.exchange({0: Hint(seed=3), 1: Hint(seed=4)}, round=0)
+    channel.exchange({0: Hint(seed=3), 1: Hint(seed=4)}, round_number=0)
     assert [c.seed for c in clients] == [3, 4] and channel.ledger.n_messages == 0
-    replies = channel.broadcast(Ask(), round=0)
+    replies = channel.broadcast(Ask(), round_number=0)
     assert [r.values.dtype for r in replies.values()] == [np.int32, np.int32]
     assert channel.ledger.summary()["down"]["messages"] == 0
     assert channel.ledger.summary()["up"] == {"messages": 2, "elements": 8,
@@ -82,7 +82,7 @@ def test_setup_messages_and_empty_requests_are_not_counted():
 @pytest.mark.parametrize("n_jobs", [1, 2, 5])
 def test_replies_do_not_depend_on_the_thread_pool(n_jobs):
     channel = InProcessChannel([Doubler(l) for l in range(5)], n_jobs=n_jobs)
-    replies = channel.exchange({4: Ask(), 1: Ask()}, round=0)
+    replies = channel.exchange({4: Ask(), 1: Ask()}, round_number=0)
     assert list(replies) == [4, 1]
     assert [int(r.values[0]) for r in replies.values()] == [4, 1]
 
@@ -93,7 +93,7 @@ def test_a_reply_that_is_not_a_message_is_refused():
             return {"values": [1, 2]}
 
     with pytest.raises(ProtocolError, match="Client 0 replied with a dict"):
-        InProcessChannel([Rude()]).broadcast(Ask(), round=0)
+        InProcessChannel([Rude()]).broadcast(Ask(), round_number=0)
 
 
 def test_message_types_are_registered_by_wire_name():

@@ -230,7 +230,7 @@ class FFCMServer:
         replies = channel.exchange({l: FFCMSetup(seed=seed, n_clusters=k,
                                                  fuzziness=self.fuzziness,
                                                  max_iter=self.max_iter, tol=tol)
-                                    for l, seed in enumerate(seeds)}, round=0)
+                                    for l, seed in enumerate(seeds)}, round_number=0)
         starts = [expect(replies[l], FFCMInitialCenters, "FFCM server").centers
                   for l in range(channel.n_clients)]
         with single_threaded_kernels():
@@ -241,7 +241,7 @@ class FFCMServer:
         for t in range(1, self.n_rounds + 1):
             # Drawn here, one per round, so the first rounds do not depend on n_rounds.
             server_seed = int(rng.integers(0, np.iinfo(np.int64).max))
-            replies = channel.broadcast(FFCMGlobalCenters(centers), round=t)
+            replies = channel.broadcast(FFCMGlobalCenters(centers), round_number=t)
             local = [expect(replies[l], FFCMLocalCenters, "FFCM server")
                      for l in range(channel.n_clients)]
             V = np.stack([m.centers for m in local])   # (M, k, d)

@@ -446,7 +446,7 @@ class FeCAServer:
         client = {key: value for key, value in self.params.items() if key != "n_clusters"}
         seeds = client_seeds(check_random_state(self.random_state), channel.n_clients)
         replies = channel.exchange({l: FeCASetup(seed=seed, **client)
-                                    for l, seed in enumerate(seeds)}, round=0)
+                                    for l, seed in enumerate(seeds)}, round_number=0)
         sent = [expect(replies[l], FeCACentroids, "FeCA server") for l in range(len(seeds))]
         widths = {C.centers.shape[1] for C in sent if C.centers.ndim == 2}
         if len(widths) > 1 or any(C.centers.ndim != 2 for C in sent):

@@ -130,10 +130,11 @@ class FlowerChannel(Channel):
                            timeout)
         self.nodes = map_partitions(replies, self.n_clients)
 
-    def exchange(self, requests: Mapping[int, Message], round: int) -> dict[int, Message]:
+    def exchange(self, requests: Mapping[int, Message],
+                 round_number: int) -> dict[int, Message]:
         requests = dict(requests)
         got = exchange(self.grid, {self.nodes[l]: encode(m) for l, m in requests.items()},
-                       MESSAGE_TYPE, round, self.timeout)
+                       MESSAGE_TYPE, round_number, self.timeout)
         replies, failures = {}, {}
         for l in requests:
             try:
@@ -141,8 +142,8 @@ class FlowerChannel(Channel):
             except (ProtocolError, KeyError, TypeError, ValueError) as exc:
                 failures[self.nodes[l]] = f"unreadable reply: {exc}"
         if failures:
-            raise FlowerRoundError(f"{MESSAGE_TYPE} {round}", failures)
-        self._count(requests, replies, round)
+            raise FlowerRoundError(f"{MESSAGE_TYPE} {round_number}", failures)
+        self._count(requests, replies, round_number)
         return replies
 
 

@@ -148,7 +148,7 @@ class _Channel:
         self.replies, self.n_clients = replies, len(replies)
         self.ledger = None
 
-    def exchange(self, requests, round):
+    def exchange(self, requests, round_number):
         return {l: self.replies[l] for l in requests}
 
 
