@@ -217,8 +217,11 @@ def _context(pid, data, state=None):
 
 
 def _message(content):
-    from flwr.app import Message
-    return Message(content, dst_node_id=1, message_type="train")
+    """A server message as a node receives it (metadata given: no Flower run needed)."""
+    from flwr.app import Message, Metadata
+    return Message(content, metadata=Metadata(
+        run_id=1, message_id="m1", src_node_id=0, dst_node_id=1, reply_to_message_id="",
+        group_id="0", created_at=time.time(), ttl=600.0, message_type="train"))
 
 
 @pytest.mark.parametrize("n_local_trials", [None, 1, 3, "auto"])
