@@ -14,9 +14,9 @@ from numpy.typing import ArrayLike
 from ..._validation import (check_array, check_fitted_array, check_int, check_random_state,
                            check_sample_weight, check_scalar, check_weighted_range, max_abs,
                            weight_names)
-from ..._config import CHUNK_SIZE
 from ...kernels.kmeans.distances import assign_nearest, pairwise_sq_distances
 from ...kernels.kmeans.lloyd import lloyd_run, one_blas_thread, uses_screen
+from ...kernels.parallel import use_parallel
 from ...kernels.summaries import mean_variance
 from ..base import BaseEstimator, check_is_fitted
 from .seeding import check_n_clusters_for_weights, _seed_rows, check_n_local_trials
@@ -107,8 +107,8 @@ def _lloyd_restarts(X, weights, starts, max_iter, tol, n_clusters):
     """Lloyd from each start, in order of ``starts`` (initial centers, or callables that seed
     them with their own random stream).
 
-    Small problems (at most ``CHUNK_SIZE`` rows, where each kernel call runs on one thread) run
-    their restarts concurrently on Numba's thread count (the kernels release the GIL), seeding
+    Small problems (too few rows for parallel kernels,
+    :func:`~fedcore.kernels.parallel.use_parallel`) run their restarts concurrently on Numba's thread count (the kernels release the GIL), seeding
     included from ``_CONCURRENT_SEEDING_MIN_FEATURES`` features on; large ones run one after
     another with parallel kernels. The results do not depend on the schedule. Concurrent restarts
     that screen with BLAS hold BLAS to one thread meanwhile.
@@ -122,7 +122,7 @@ def _lloyd_restarts(X, weights, starts, max_iter, tol, n_clusters):
                               scale)
 
     threads = numba.get_num_threads()
-    if len(starts) == 1 or X.shape[0] > CHUNK_SIZE or threads == 1:
+    if len(starts) == 1 or use_parallel(X.shape[0], X.size) or threads == 1:
         return [run(s) for s in starts]
     if X.shape[1] < _CONCURRENT_SEEDING_MIN_FEATURES:  # seeding is interpreter-bound: do it here
         starts = [s() if callable(s) else s for s in starts]

@@ -65,10 +65,14 @@ def test_cluster_statistics_matches_reference(seed, n, d, k, dtype):
 
 
 def test_cluster_statistics_chunks_and_threads_bit_identical():
-    """Several chunks (n > CHUNK_SIZE); py_func and 1 or 2 threads give the same bits."""
+    """Several chunks, enough for the parallel variant with 2 threads; py_func and 1 or 2
+    threads give the same bits."""
+    from fedcore._config import CHUNK_SIZE
+    from fedcore.kernels.parallel import PARALLEL_MIN_CHUNKS
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(10_000, 3))
-    labels = rng.integers(0, 5, size=10_000).astype(np.int64)
+    n = PARALLEL_MIN_CHUNKS * CHUNK_SIZE + 123
+    X = rng.normal(size=(n, 3))
+    labels = rng.integers(0, 5, size=n).astype(np.int64)
     centers = rng.normal(size=(5, 3))
     results = []
     previous = numba.get_num_threads()

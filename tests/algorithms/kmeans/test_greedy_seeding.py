@@ -21,6 +21,7 @@ from hypothesis.extra import numpy as hnp
 
 import fedcore
 from fedcore import _config
+from fedcore.kernels.parallel import PARALLEL_MIN_CHUNKS
 from fedcore.algorithms.kmeans.seeding import (seed_from_uniforms, _kmeans_plusplus_greedy,
                                          seed_lazy, check_n_local_trials)
 from fedcore.kernels.kmeans.seeding import (candidate_potentials, center_gaps, d2_update,
@@ -218,7 +219,7 @@ def test_fewer_distinct_points_than_clusters(dtype):
 
 def test_greedy_kernel_several_chunks_and_threads():
     rng = np.random.default_rng(7)
-    n = 2 * CHUNK + 123
+    n = PARALLEL_MIN_CHUNKS * CHUNK + 123  # enough chunks for the parallel variants
     X = (rng.normal(size=(5, 3)) * 4)[rng.integers(0, 5, size=n)] + \
         rng.normal(size=(n, 3)) * 0.1
     w = rng.integers(0, 3, size=n).astype(np.float64)

@@ -283,7 +283,9 @@ def test_same_bits_one_and_two_threads():
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("Numba was started with 1 thread")
     from fedcore import _config
-    X = _blobs(n=2 * _config.CHUNK_SIZE + 77, seed=4, dtype=np.float32)
+    from fedcore.kernels.parallel import PARALLEL_MIN_CHUNKS
+    # Enough chunks for the parallel variants of the kernels (with 2 threads).
+    X = _blobs(n=PARALLEL_MIN_CHUNKS * _config.CHUNK_SIZE + 77, seed=4, dtype=np.float32)
 
     def run(refine):
         model = fedcore.UnlearnableKMeans(6, refine=refine, random_state=5).fit(X)

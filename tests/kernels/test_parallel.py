@@ -1,0 +1,52 @@
+"""When chunked kernels run their parallel variant (same bits either way: see the kernels'
+thread tests), and that a small problem compiles and runs only the serial one."""
+import numba
+import numpy as np
+import pytest
+
+from fedcore._config import CHUNK_SIZE
+from fedcore.kernels.parallel import (PARALLEL_MIN_CHUNKS, PARALLEL_MIN_ELEMENTS, chunked_kernel,
+                                      use_parallel)
+
+
+def _two_threads():
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("Numba was started with 1 thread")
+    previous = numba.get_num_threads()
+    numba.set_num_threads(2)
+    return previous
+
+
+def test_the_rule():
+    previous = _two_threads()
+    try:
+        few = (PARALLEL_MIN_CHUNKS - 1) * CHUNK_SIZE
+        assert not use_parallel(CHUNK_SIZE, 10**12)          # one chunk: never
+        assert not use_parallel(few, few * 3)                 # too few chunks, narrow rows
+        assert use_parallel(few + 1, (few + 1) * 3)           # enough chunks
+        assert use_parallel(CHUNK_SIZE + 1, PARALLEL_MIN_ELEMENTS)   # two chunks, wide rows
+        numba.set_num_threads(1)
+        assert not use_parallel(10 * few, 10**12)             # one thread: never
+    finally:
+        numba.set_num_threads(previous)
+
+
+def _sum_rows(X, out):
+    for i in numba.prange(X.shape[0]):
+        out[i] = X[i].sum()
+
+
+def test_a_small_input_runs_and_compiles_only_the_serial_variant():
+    previous = _two_threads()
+    kernel = chunked_kernel(_sum_rows)
+    try:
+        small = np.ones((2 * CHUNK_SIZE, 2))
+        kernel(small, np.empty(small.shape[0]))
+        assert kernel.serial.signatures and not kernel.parallel.signatures
+        large = np.ones((PARALLEL_MIN_CHUNKS * CHUNK_SIZE + 1, 2))
+        out = np.empty(large.shape[0])
+        kernel(large, out)
+        assert kernel.parallel.signatures
+        np.testing.assert_array_equal(out, 2.0)
+    finally:
+        numba.set_num_threads(previous)
