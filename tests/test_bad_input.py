@@ -19,6 +19,7 @@ Refusals on a fitted model (``predict``, ``remove``...) also check that the mode
 byte for byte (``pickle.dumps``). Importing the module builds the table and tiny arrays and
 federations only: no fit runs and nothing is printed.
 """
+import importlib.util
 import numbers
 import pickle
 import re
@@ -622,6 +623,37 @@ add("FeCA.fit", "duplicates, n_clusters above distinct points (fewer groups, war
     _feca_duplicates, Works(check=lambda m: m.cluster_centers_.shape == (1, 3)))
 
 
+# ---------------------------------------------------------------- DeepFeCA
+def _deep(federation=DEFAULT, k=2, **kw):
+    kw.setdefault("random_state", 0)
+    kw.setdefault("rounds", 1)
+    kw.setdefault("local_epochs", 1)
+    return fedcore.DeepFeCA(k, **kw).fit(fed() if federation is DEFAULT else federation)
+
+
+if importlib.util.find_spec("torch") is None:
+    add("DeepFeCA.fit", "without PyTorch", _deep, Refused(ImportError, r"fedcore\[deep\]"))
+else:
+    add_federation_cases("DeepFeCA.fit", _deep)
+    add_param_cases("DeepFeCA.fit", lambda k: _deep(k=k), "n_clusters", N_CLUSTERS_BAD)
+    add_param_cases("DeepFeCA.fit", lambda v: _deep(rounds=v), "rounds",
+                    [(0, ValueError), (1.5, TypeError)])
+    add_param_cases("DeepFeCA.fit", lambda v: _deep(local_epochs=v), "local_epochs",
+                    [(0, ValueError), ("5", TypeError)])
+    add_param_cases("DeepFeCA.fit", lambda v: _deep(lr=v), "lr",
+                    [(0.0, ValueError), (np.nan, ValueError), (-1.0, ValueError)])
+    add_param_cases("DeepFeCA.fit", lambda v: _deep(batch_size=v), "batch_size",
+                    [(0, ValueError), (2.5, TypeError)])
+    add_param_cases("DeepFeCA.fit", lambda v: _deep(aggregation=v), "aggregation",
+                    [("best", ValueError)])
+    add_param_cases("DeepFeCA.fit", lambda v: _deep(encoder=v), "encoder",
+                    [("cnn", TypeError)])
+    add_param_cases("DeepFeCA.fit", lambda v: _deep(random_state=v), "random_state",
+                    RANDOM_STATES_BAD)
+    add_predict_cases("DeepFeCA", _deep, "predict")
+    add_predict_cases("DeepFeCA", _deep, "transform")
+
+
 # ---------------------------------------------------------------- CDKM, BCDKM (DisBCDKM)
 def _cd(X_=X, k=2, cls=fedcore.BCDKM, **kw):
     kw.setdefault("random_state", 0)
@@ -879,14 +911,33 @@ for _case, _y, _expect in [
         ("y strings", Y.astype(str), Refused(TypeError, r"'federation\.y'"))]:
     add("VerticalRidge.fit", _case, lambda y=_y: _ridge(vfed(y=y)), _expect)
 for _name, _values in [("alpha", [(-1.0, ValueError), (np.nan, ValueError), ("1", TypeError)]),
+                       ("l1_alpha", [(-1.0, ValueError), (-1e-300, ValueError),
+                                     (np.nan, ValueError), (np.inf, ValueError), ("1", TypeError),
+                                     (None, TypeError), (True, TypeError), ([1.0], TypeError)]),
                        ("solver", [("lbfgs", ValueError)])]:
     add_param_cases("VerticalRidge.fit", lambda v, n=_name: _ridge(**{n: v}), _name, _values)
+add_param_cases("VerticalRidge.fit", lambda v: _ridge(solver="saga", l1_alpha=v), "l1_alpha",
+                [(-1.0, ValueError), (np.nan, ValueError), ("1", TypeError)])
 for _name, _values in [("max_iter", [(0, ValueError)]), ("tol", [(-1.0, ValueError)]),
                        ("step_size", [(0.0, ValueError), (np.inf, ValueError)]),
                        ("random_state", RANDOM_STATES_BAD)]:
     add_param_cases("VerticalRidge.fit", lambda v, n=_name: _ridge(solver="saga", **{n: v}),
                     _name, _values)
 add("VerticalRidge.fit", "on a coreset", lambda: _ridge(coreset=_cs()), Works())
+for _a, _l1 in [(0.0, 5.0), (1.0, 5.0), (0.0, 1e300)]:
+    for _solver in ("central", "saga"):
+        add("VerticalRidge.fit", f"{_solver} alpha={_a} l1_alpha={_l1}",
+            lambda a=_a, l1=_l1, s=_solver: _ridge(alpha=a, l1_alpha=l1, solver=s,
+                                                   random_state=0), Works())
+        add("VerticalRidge.fit", f"{_solver} alpha={_a} l1_alpha={_l1} on a coreset",
+            lambda a=_a, l1=_l1, s=_solver: _ridge(coreset=_cs(), alpha=a, l1_alpha=l1,
+                                                   solver=s, random_state=0), Works())
+add("VerticalRidge.fit", "lasso, y all zero: coefficients 0", lambda: _ridge(
+    vfed(y=np.zeros(N)), alpha=0.0, l1_alpha=1.0), Works(check=lambda m: not m.coef_.any()))
+add("VerticalRidge.fit", "lasso, a constant zero column",
+    lambda: _ridge(VerticalFederation.from_columns(np.column_stack([X[:, :2], np.zeros(N)]),
+                                                   [1, 2], y=Y), alpha=0.0, l1_alpha=1.0),
+    Works(check=lambda m: m.coef_[2] == 0.0))
 add_predict_cases("VerticalRidge", _ridge, "predict")
 
 
@@ -1316,6 +1367,7 @@ for _entry, _make, _refit, _cases in [
           ("federation None", {}, None, TypeError, "federation")]),
         ("VerticalRidge", _ridge, lambda m, d: m.fit(vfed() if d is DEFAULT else d),
          [("alpha=-1", {"alpha": -1.0}, DEFAULT, ValueError, "alpha"),
+          ("l1_alpha=-1", {"l1_alpha": -1.0}, DEFAULT, ValueError, "l1_alpha"),
           ("y NaN", {}, vfed(y=with_entry(Y, np.nan, 0)), ValueError, "federation.y")])]:
     add_refit_cases(_entry, _make, _refit, _cases)
 

@@ -32,6 +32,8 @@ ANNOTATED_MODULES = [
     "fedcore.algorithms.f3km.fair_lp",
     "fedcore.algorithms.f3km.party",
     "fedcore.algorithms.f3km.server",
+    "fedcore.algorithms.feca.deep",
+    "fedcore.algorithms.feca.encoders",
     "fedcore.algorithms.feca.feca",
     "fedcore.algorithms.kmeans",
     "fedcore.algorithms.kmeans.lloyd",

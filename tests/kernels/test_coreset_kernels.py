@@ -146,9 +146,10 @@ def test_gram_and_projected_norms(A):
 
 
 @settings(max_examples=30)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 30), st.lists(st.integers(1, 3), min_size=1,
-                                                                max_size=3))
-def test_saga_epoch_matches_reference(seed, m, widths):
+@given(st.integers(0, 2**32 - 1), st.integers(1, 30),
+       st.lists(st.integers(1, 3), min_size=1, max_size=3), st.sampled_from([0.0, 0.05, 2.0]))
+def test_saga_epoch_matches_reference(seed, m, widths, l1):
+    """Plain SAGA (l1 = 0) and proximal SAGA (the lasso / elastic-net term), bit for bit."""
     rng = np.random.default_rng(seed)
     d = sum(widths)
     X = rng.standard_normal((m, d))
@@ -158,10 +159,10 @@ def test_saga_epoch_matches_reference(seed, m, widths):
     p = w / w.sum()
     order = rng.integers(0, m, size=2 * m).astype(np.int64)
     theta0, mem0, avg0 = rng.standard_normal(d), rng.standard_normal(m), rng.standard_normal(d)
-    expected = saga_epoch_reference(X, y, edges, order, p, theta0, mem0, avg0, 0.01, 0.3)
+    expected = saga_epoch_reference(X, y, edges, order, p, theta0, mem0, avg0, 0.01, 0.3, l1)
     for fn in (K.saga_epoch, K.saga_epoch.py_func):
         theta, mem, avg = theta0.copy(), mem0.copy(), avg0.copy()
-        fn(X, y, edges, order, p, theta, mem, avg, 0.01, 0.3)
+        fn(X, y, edges, order, p, theta, mem, avg, 0.01, 0.3, l1)
         np.testing.assert_array_equal(theta, expected[0])
         np.testing.assert_array_equal(mem, expected[1])
         np.testing.assert_array_equal(avg, expected[2])

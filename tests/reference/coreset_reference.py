@@ -132,13 +132,16 @@ def ridge_reference(X, y, weights, reg):
     return np.linalg.lstsq(A, b, rcond=None)[0]
 
 
-def saga_epoch_reference(X, y, edges, order, probabilities, theta, memory, grad_avg, step, reg):
-    """One vertical SAGA epoch on ``sum_i p_i h_i``, ``h_i = (x_i.theta - y_i)^2 + reg |theta|^2``.
+def saga_epoch_reference(X, y, edges, order, probabilities, theta, memory, grad_avg, step, reg,
+                         l1=0.0):
+    """One vertical (proximal) SAGA epoch on ``sum_i p_i h_i + l1 |theta|_1``,
+    ``h_i = (x_i.theta - y_i)^2 + reg |theta|^2``.
 
     For each sampled row ``i`` (in ``order``): party ``j`` computes its partial product over its
     columns ``edges[j]:edges[j+1]`` (sequential sum from 0.0); the server adds the partials in
     party order and subtracts ``y_i`` to get ``r``; with ``delta = r - memory[i]`` every coordinate
-    moves by ``-step * (2 delta x_if + grad_avg_f + 2 reg theta_f)``, then
+    moves by ``-step * (2 delta x_if + grad_avg_f + 2 reg theta_f)`` and, when ``l1 > 0``, is
+    then soft-thresholded at ``step * l1`` (the proximal operator of ``step l1 |.|``); then
     ``grad_avg_f += p_i 2 delta x_if`` and ``memory[i] = r``. Returns new (theta, memory, grad_avg)
     lists; inputs are not modified.
     """
@@ -159,7 +162,10 @@ def saga_epoch_reference(X, y, edges, order, probabilities, theta, memory, grad_
         for f in range(len(theta)):
             xf = float(X[i][f])
             g = 2.0 * delta * xf + grad_avg[f] + 2.0 * reg * theta[f]
-            theta[f] = theta[f] - step * g
+            t = theta[f] - step * g
+            if l1 > 0.0:
+                t = t - step * l1 if t > step * l1 else t + step * l1 if t < -step * l1 else 0.0
+            theta[f] = t
             grad_avg[f] = grad_avg[f] + float(probabilities[i]) * 2.0 * delta * xf
         memory[i] = r
     return theta, memory, grad_avg

@@ -149,7 +149,9 @@ class VerticalCoreset(BaseEstimator):
     (2) party ``j`` draws ``a_j`` rows i.i.d. with probability ``g_i^(j) / G^(j)`` and sends them;
     the server broadcasts the multiset ``S`` (``|S| = m``) to every party; (3) each party sends
     ``g_i^(j)`` for ``i`` in ``S`` and the server sets ``w(i) = G / (m sum_j g_i^(j))``. Total
-    ``2T + m + 2mT`` elements, recorded per message in ``comm_``.
+    ``2T + m + 2mT`` elements, recorded per message in ``comm_`` (the count of the proof of
+    [VFLC] Theorem 3.1; [VFLC] Table 1 counts ``T + 3mT`` for the same protocol, an upper bound:
+    see the VFL part of ``docs/reproductions.md``).
 
     Parameters
     ----------

@@ -15,7 +15,7 @@ from ..._validation import check_array, check_sample_weight, check_scalar
 from ...federation.ledger import SERVER, CommLedger
 from ...federation.vertical import VerticalFederation
 
-__all__ = ["Coreset", "gather", "robust_coreset_error"]
+__all__ = ["Coreset", "gather", "coreset_rows", "robust_coreset_error"]
 
 
 class Coreset:
@@ -127,17 +127,7 @@ def gather(federation: VerticalFederation, coreset: Coreset | None = None,
     comm : CommLedger with the coreset's messages followed by the uploads
     """
     federation = _check_federation(federation)
-    ledger = CommLedger()
-    if coreset is None:
-        rows = np.arange(federation.n_samples)
-        weights = np.ones(federation.n_samples)
-        start = 0
-    else:
-        check_coreset(coreset, federation.n_samples)
-        ledger.extend(coreset.comm)
-        rows = coreset.indices
-        weights = coreset.weights.copy()
-        start = coreset.comm.n_rounds
+    rows, weights, start, ledger = coreset_rows(coreset, federation.n_samples)
     blocks = []
     for j in range(federation.n_parties):
         blocks.append(federation.party(j)[rows])
@@ -149,6 +139,20 @@ def gather(federation: VerticalFederation, coreset: Coreset | None = None,
         ledger.record(start, sender=federation.n_parties - 1, receiver=SERVER, kind="labels",
                       n_elements=rows.shape[0])
     return np.hstack(blocks), y, weights, ledger
+
+
+def coreset_rows(coreset: Coreset | None, n_samples: int,
+                 ) -> tuple[np.ndarray, np.ndarray, int, CommLedger]:
+    """What a solver on a coreset (or on all ``n_samples`` rows when ``coreset`` is None) starts
+    from: ``(rows, weights, first round, ledger)``; the ledger holds the coreset's messages
+    (empty without one), and the solver's own messages go in the rounds from ``first round``
+    on. ``coreset`` is checked against ``n_samples``; ``weights`` is a copy."""
+    ledger = CommLedger()
+    if coreset is None:
+        return np.arange(n_samples), np.ones(n_samples), 0, ledger
+    check_coreset(coreset, n_samples)
+    ledger.extend(coreset.comm)
+    return coreset.indices, coreset.weights.copy(), coreset.comm.n_rounds, ledger
 
 
 def robust_coreset_error(costs: ArrayLike, scores: ArrayLike, coreset: Coreset,

@@ -14,12 +14,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..._validation import check_fitted_array, check_int, check_random_state, check_scalar
-from ...federation.ledger import SERVER, CommLedger
+from ...federation.ledger import SERVER
 from ...federation.vertical import VerticalFederation
 from ...kernels.kmeans.distances import assign_nearest
 from ..base import BaseEstimator, check_is_fitted
 from .coreset import check_vertical_range
-from .coreset_result import Coreset, _check_federation, check_coreset
+from .coreset_result import Coreset, _check_federation, check_coreset, coreset_rows
 from ..kmeans.lloyd import KMeans
 
 if sys.version_info >= (3, 11):
@@ -54,16 +54,7 @@ def distdim(federation: VerticalFederation, n_clusters: int, *,
     """DistDim on validated parameters: a dict of the fitted attributes of :class:`DistDim`."""
     rng = check_random_state(random_state)
     T = federation.n_parties
-    ledger = CommLedger()
-    if coreset is None:
-        rows = np.arange(federation.n_samples)
-        weights = np.ones(federation.n_samples)
-        start = 0
-    else:
-        ledger.extend(coreset.comm)
-        rows = coreset.indices
-        weights = coreset.weights
-        start = coreset.comm.n_rounds
+    rows, weights, start, ledger = coreset_rows(coreset, federation.n_samples)
     n_rows = rows.shape[0]
     local_k = [client_clusters] * T if np.ndim(client_clusters) == 0 else list(client_clusters)
     labels = np.empty((n_rows, T), dtype=np.int64)

@@ -71,6 +71,43 @@ def test_dis_ledger_rounds_and_weights():
                      (1, "sample_ids", "up"), (1, "sample_ids", "down"), (2, "scores", "up")}
 
 
+@pytest.mark.parametrize("T, m", [(2, 7), (3, 1000), (5, 40)])
+def test_ledger_count_formula_and_vflc_table1_accounting(T, m):
+    """What crosses the wire in [VFLC] Alg. 1, message by message (the count of the proof of
+    [VFLC] Theorem 3.1): ``2T + m + 2mT``. [VFLC] Table 1 counts ``T + 3mT`` for the coreset
+    (``coreset_comm`` in the authors' plotting notebook), ``mT`` for uniform sampling and ``m d``
+    for the rows (no labels); the difference is pinned here (docs/reproductions.md, VFL part)."""
+    rng = np.random.default_rng(T)
+    d = 2 * T
+    X = rng.standard_normal((300, d)) * rng.standard_t(3, size=(300, 1))
+    y = X @ rng.standard_normal(d)
+    vfed = _vfed(X, [2] * T, y=y)
+    cs = vrlr_coreset(vfed, m, random_state=0)
+    per_kind = {}
+    for msg in cs.comm.messages:
+        key = (msg.round, msg.kind, msg.direction)
+        per_kind[key] = per_kind.get(key, 0) + msg.n_elements
+    assert per_kind == {(0, "party_total", "up"): T,          # line 4: G^(j)
+                        (0, "party_count", "down"): T,        # line 6: a_j
+                        (1, "sample_ids", "up"): m,           # line 7: S^(j), sum_j a_j = m
+                        (1, "sample_ids", "down"): m * T,     # line 8: S to every party
+                        (2, "scores", "up"): m * T}           # line 9: g_i^(j), i in S
+    ours = cs.comm.n_elements
+    assert ours == 2 * T + m + 2 * m * T
+    paper = T + 3 * m * T
+    # Table 1 counts the ids of line 7 as mT (each party m, not a_j) and one T-term, not two:
+    assert paper - ours == (m * T - m) - T
+    # Central on the coreset: + m d rows + m labels; Table 1: + m d
+    central = fedcore.VerticalRidge(alpha=1.0).fit(vfed, coreset=cs)
+    assert central.comm_.n_elements == ours + m * d + m
+    assert (paper + m * d) - central.comm_.n_elements == m * T - 2 * m - T
+    # uniform sampling: the server sends the m ids to every party; Table 1 counts the same mT
+    uniform = uniform_coreset(vfed, m, random_state=0)
+    assert uniform.comm.n_elements == m * T
+    assert (fedcore.VerticalRidge(alpha=1.0).fit(vfed, coreset=uniform).comm_.n_elements
+            == m * T + m * d + m)
+
+
 def test_dis_row_frequencies_chi_square():
     """Counts over many DIS runs match ``g_i / G`` (chi-square, ALPHA = 1e-3)."""
     rng = np.random.default_rng(11)

@@ -51,10 +51,11 @@ def test_saga_converges_to_central_on_coreset_and_full():
                          random_state=0).fit(vfed)
     np.testing.assert_allclose(full.coef_, VerticalRidge(alpha=lam).fit(vfed).coef_, rtol=1e-5,
                                atol=1e-6)
-    # ledger: coreset messages, setup (row norms, step+seed, residuals), 2mT scalars per epoch,
-    # 3 progress elements per party and epoch, final coefficients
+    # ledger: coreset messages, setup (row norms, step+seed, the m coreset weights to each party,
+    # residuals), 2mT scalars per epoch, 3 progress elements per party and epoch, coefficients
     m, T, e = 300, 2, saga.n_iter_
-    expected = cs.comm.n_elements + (m * T + 2 * T + m + m * T) + e * (2 * m * T + 3 * T) + 5
+    expected = (cs.comm.n_elements + (m * T + 2 * T + m * T + m + m * T)
+                + e * (2 * m * T + 3 * T) + 5)
     assert saga.comm_.n_elements == expected
     assert saga.comm_.messages[:len(cs.comm.messages)] == cs.comm.messages
 
