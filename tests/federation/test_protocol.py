@@ -124,3 +124,12 @@ def test_a_seed_crosses_the_wire_as_fields_and_gives_the_same_stream():
     assert isinstance(entropy, str) and spawn_key.dtype == np.int64
     again = generator_from_seed(entropy, spawn_key)
     np.testing.assert_array_equal(again.random(5), rng.random(5))
+
+
+def test_the_ledger_entry_keeps_its_old_name_with_a_warning():
+    import fedcore.federation as federation
+    from fedcore.federation.ledger import LedgerEntry
+    with pytest.warns(DeprecationWarning, match="LedgerEntry"):
+        assert federation.Message is LedgerEntry
+    with pytest.raises(AttributeError):
+        federation.NoSuchName
