@@ -23,6 +23,7 @@ __all__ = [
     "check_weighted_range",
     "weight_names",
     "check_fitted_array",
+    "check_fitted_centers",
 ]
 
 
@@ -321,6 +322,23 @@ def weight_names(sample_weight, data="X", weights="sample_weight"):
     """The arguments a :func:`check_weighted_range` error names: the data, and the weights when
     the caller gave them."""
     return (data,) if sample_weight is None else (data, weights)
+
+
+def check_fitted_centers(centers, n_features, owner):
+    """The transposed centers ``(d, k)``, float64 and contiguous, of a fitted model whose state is
+    about to reach a kernel: ``ValueError`` unless they are a finite (k, ``n_features``) array
+    with k >= 1. A model fitted here always passes; a model loaded from a file whose state was
+    altered does not get to read out of bounds."""
+    try:
+        C = np.asarray(centers, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"The state of this {owner} is inconsistent: cluster_centers_ is not "
+                         "numeric") from None
+    if C.ndim != 2 or C.shape[0] < 1 or C.shape[1] != n_features or not np.isfinite(C).all():
+        raise ValueError(f"The state of this {owner} is inconsistent: cluster_centers_ of shape "
+                         f"{C.shape} (finite: {bool(np.isfinite(C).all())}) for "
+                         f"n_features_in_={n_features}")
+    return np.ascontiguousarray(C.T)
 
 
 def check_fitted_array(X, n_features, owner, name="X", *, distance_range=True):

@@ -430,3 +430,21 @@ def test_another_fedcore_version_warns(tmp_path):
     _rewrite(path, lambda d: d.update(fedcore_version="0.0.1"))
     with pytest.warns(UserWarning, match="written by fedcore 0.0.1"):
         fedcore.load(path)
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if hasattr(CASES[n][0](), "predict")])
+def test_an_altered_file_cannot_make_predict_read_out_of_bounds(name, tmp_path):
+    """A model file is data, so it may have been altered: centers of another width than
+    ``n_features_in_`` (or not finite) are refused before any kernel reads them."""
+    make, fit = CASES[name]
+    model = fit(make())
+    if getattr(model, "cluster_centers_", None) is None:
+        pytest.skip(f"{name} predicts without cluster_centers_")
+    for altered in (model.cluster_centers_[:, :-1], np.hstack([model.cluster_centers_] * 2)):
+        loaded = _round_trip(model, tmp_path)
+        loaded.cluster_centers_ = altered
+        with pytest.raises(ValueError, match="inconsistent|centers have"):
+            loaded.predict(X[:5, :loaded.n_features_in_])
+        if name == "KMeans":
+            with pytest.raises(ValueError, match="inconsistent"):
+                loaded.transform(X[:5])

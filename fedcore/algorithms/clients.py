@@ -12,8 +12,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import (check_array, check_fitted_array, check_int, check_random_state,
-                           check_weighted_range)
+from .._validation import (check_array, check_fitted_array, check_fitted_centers, check_int,
+                           check_random_state, check_weighted_range)
 from ..federation.horizontal import HorizontalFederation
 from ..federation.protocol import Channel, Message, expect
 from ..kernels.kmeans.distances import assign_nearest
@@ -163,6 +163,6 @@ def predict_nearest(model: Any, X: ArrayLike) -> np.ndarray:
     check_is_fitted(model, "cluster_centers_")
     X = check_fitted_array(X, model.n_features_in_, type(model).__name__)
     labels = np.empty(X.shape[0], dtype=np.int64)
-    assign_nearest(X, np.ascontiguousarray(model.cluster_centers_.T, dtype=np.float64), labels,
-                   np.empty(X.shape[0]))
+    assign_nearest(X, check_fitted_centers(model.cluster_centers_, model.n_features_in_,
+                                           type(model).__name__), labels, np.empty(X.shape[0]))
     return labels

@@ -45,9 +45,9 @@ def chunked_kernel(fn):
 
     The returned function runs the parallel variant when :func:`use_parallel` holds for the first
     argument (its rows and its size), else the serial one, which avoids waking (and compiling) a
-    thread pool for small inputs. Both variants compute the same chunk partials merged in the same order,
-    so the result is bit-identical either way. ``.serial``, ``.parallel`` and ``.py_func`` expose
-    the variants and the Python function.
+    thread pool for small inputs. Both variants compute the same chunk partials merged in the same
+    order, so the result is bit-identical either way. ``.serial``, ``.parallel`` and ``.py_func``
+    expose the variants and the Python function.
     """
     serial = njit(cache=NUMBA_CACHE, nogil=True)(renamed(fn, "_serial"))
     parallel = njit(cache=NUMBA_CACHE, nogil=True, parallel=True)(renamed(fn, "_parallel"))

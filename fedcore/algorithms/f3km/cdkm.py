@@ -17,8 +17,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..._validation import (check_array, check_fitted_array, check_int, check_random_state,
-                           check_weighted_range)
+from ..._validation import (check_array, check_fitted_array, check_fitted_centers, check_int,
+                           check_random_state, check_weighted_range)
 from ...federation.ledger import CommLedger
 from ...federation.vertical import VerticalFederation
 from ...kernels.kmeans.distances import assign_nearest
@@ -241,7 +241,8 @@ class BCDKM(BaseEstimator):
         check_is_fitted(self, "cluster_centers_")
         X = check_fitted_array(X, self.n_features_in_, type(self).__name__)
         labels = np.empty(X.shape[0], dtype=np.int64)
-        centers_t = np.ascontiguousarray(self.cluster_centers_.T, dtype=np.float64)
+        centers_t = check_fitted_centers(self.cluster_centers_, self.n_features_in_,
+                                         type(self).__name__)
         assign_nearest(X, centers_t, labels, np.empty(X.shape[0]))
         return labels
 

@@ -11,9 +11,9 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..._validation import (check_array, check_fitted_array, check_int, check_random_state,
-                           check_sample_weight, check_scalar, check_weighted_range, max_abs,
-                           weight_names)
+from ..._validation import (check_array, check_fitted_array, check_fitted_centers, check_int,
+                           check_random_state, check_sample_weight, check_scalar,
+                           check_weighted_range, max_abs, weight_names)
 from ...kernels.kmeans.distances import assign_nearest, pairwise_sq_distances
 from ...kernels.kmeans.lloyd import lloyd_run, one_blas_thread, uses_screen
 from ...kernels.parallel import use_parallel
@@ -108,8 +108,9 @@ def _lloyd_restarts(X, weights, starts, max_iter, tol, n_clusters):
     them with their own random stream).
 
     Small problems (too few rows for parallel kernels,
-    :func:`~fedcore.kernels.parallel.use_parallel`) run their restarts concurrently on Numba's thread count (the kernels release the GIL), seeding
-    included from ``_CONCURRENT_SEEDING_MIN_FEATURES`` features on; large ones run one after
+    :func:`~fedcore.kernels.parallel.use_parallel`) run their restarts concurrently on Numba's
+    thread count (the kernels release the GIL), seeding included from
+    ``_CONCURRENT_SEEDING_MIN_FEATURES`` features on; large ones run one after
     another with parallel kernels. The results do not depend on the schedule. Concurrent restarts
     that screen with BLAS hold BLAS to one thread meanwhile.
     """
@@ -268,4 +269,5 @@ class KMeans(BaseEstimator):
         return -float(weights @ assign(X, self.cluster_centers_)[1])
 
     def _centers_t(self):
-        return np.ascontiguousarray(self.cluster_centers_.T, dtype=np.float64)
+        return check_fitted_centers(self.cluster_centers_, self.n_features_in_,
+                                    type(self).__name__)

@@ -51,10 +51,10 @@ class MUFCServer:
 
     def client_setup(self, client_id: int, rng: np.random.Generator) -> dict[str, Any]:
         """What client ``client_id`` needs to seed and encode (sent once, before round 0):
-        ``client_clusters``, ``client_refine``, the grid (``low``, ``scale``, ``gamma``, ``phase`` or None), the
-        seed of its random generator (``entropy``, a decimal string, and ``spawn_key``:
-        :func:`~fedcore.federation.protocol.seed_fields`) and SCMA's public parameters
-        (``scma``, None for a plaintext sum)."""
+        ``client_clusters``, ``client_refine``, the grid (``low``, ``scale``, ``gamma``,
+        ``phase`` or None), the seed of its random generator (``entropy``, a decimal string,
+        and ``spawn_key``: :func:`~fedcore.federation.protocol.seed_fields`) and SCMA's public
+        parameters (``scma``, None for a plaintext sum)."""
         m, q = self.model, self.model._quantizer
         entropy, spawn_key = seed_fields(rng)
         scma = m._aggregator.setup.public_config() if m.secure else None

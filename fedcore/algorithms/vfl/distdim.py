@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..._validation import check_fitted_array, check_int, check_random_state, check_scalar
+from ..._validation import (check_fitted_array, check_fitted_centers, check_int,
+                            check_random_state, check_scalar)
 from ...federation.ledger import SERVER
 from ...federation.vertical import VerticalFederation
 from ...kernels.kmeans.distances import assign_nearest
@@ -167,6 +168,6 @@ class DistDim(BaseEstimator):
         check_is_fitted(self, "cluster_centers_")
         X = check_fitted_array(X, self.n_features_in_, "DistDim")
         labels = np.empty(X.shape[0], dtype=np.int64)
-        assign_nearest(X, np.ascontiguousarray(self.cluster_centers_.T), labels,
-                       np.empty(X.shape[0]))
+        assign_nearest(X, check_fitted_centers(self.cluster_centers_, self.n_features_in_,
+                                               "DistDim"), labels, np.empty(X.shape[0]))
         return labels
