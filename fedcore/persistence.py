@@ -453,6 +453,12 @@ def load(path: str | bytes | os.PathLike[str] | os.PathLike[bytes] | IO[bytes]) 
       imported or called. Instances are made with ``object.__new__`` and given their
       attributes, or handed to their class's own ``__setstate__`` when it defines one
       (fedcore's SCMA key simulation, whose caches of key objects are rebuilt on demand).
+    - Checked state: the loaded estimator's ``check_state()`` runs before it is returned: the
+      fitted centers (finite, of ``n_features_in_`` columns), and for the estimators whose
+      kernels index with private state (``UnlearnableKMeans``, MUFC's clients and its
+      server's coupled k-means) every array's shape, type and range; a file altered to break
+      them is refused with a ``ValueError`` instead of letting a kernel read out of bounds.
+      (The check is structural: a consistent but altered state loads, and is what it says.)
     - Exact state: arrays keep their dtype, shape, memory order and values bit for bit, floats
       their bits, random generators their exact position and spawn counter, and objects,
       arrays and strings shared in the saved state are shared again (e.g.
@@ -489,6 +495,10 @@ def load(path: str | bytes | os.PathLike[str] | os.PathLike[bytes] | IO[bytes]) 
     except RecursionError:
         raise ValueError(f"Cannot load a fedcore model from {label}: the state is nested too "
                          "deeply") from None
+    try:  # what its kernels will index with: shapes, types and ranges agree
+        estimator.check_state()
+    except ValueError as exc:
+        raise ValueError(f"Cannot load a fedcore model from {label}: {exc}") from None
     from . import __version__
     written_by = document.get("fedcore_version")
     if written_by != __version__:

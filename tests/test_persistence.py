@@ -448,3 +448,40 @@ def test_an_altered_file_cannot_make_predict_read_out_of_bounds(name, tmp_path):
         if name == "KMeans":
             with pytest.raises(ValueError, match="inconsistent"):
                 loaded.transform(X[:5])
+
+
+def _altered(model, tmp_path, change):
+    """Save ``model`` with ``change(model)`` applied to its state (as an edited file would)."""
+    change(model)
+    path = tmp_path / "altered.npz"
+    model.save(path)
+    return path
+
+
+@pytest.mark.parametrize("change", [
+    lambda m: m._rows.__setitem__(0, 10**9),                  # a seed row out of range
+    lambda m: m._labels.__setitem__(3, m._k),                  # a label out of range
+    lambda m: setattr(m, "_slot", m._slot[:-1]),              # a shorter array
+    lambda m: setattr(m, "_weights", m._weights.astype(np.float32)),
+    lambda m: setattr(m, "cluster_centers_", m.cluster_centers_[:, :1]),
+], ids=["row", "label", "short", "dtype", "centers"])
+def test_an_altered_unlearnable_kmeans_file_is_refused(change, tmp_path):
+    model = fedcore.UnlearnableKMeans(3, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="Cannot load a fedcore model .*inconsistent"):
+        fedcore.load(_altered(model, tmp_path, change))
+
+
+def test_an_altered_mufc_file_is_refused(tmp_path):
+    model = CASES["MUFC"][1](CASES["MUFC"][0]())
+    fedcore.load(_altered(model, tmp_path, lambda m: None)).check_state()   # intact: loads
+    with pytest.raises(ValueError, match="inconsistent"):
+        fedcore.load(_altered(model, tmp_path,
+                              lambda m: m._clients[1]._rows.__setitem__(0, -5)))
+    model = CASES["MUFC"][1](CASES["MUFC"][0]())
+    assert model._coupled is not None   # weighted server data, exact update: coupled restarts
+    trace = model._coupled._restarts[0].trace
+    with pytest.raises(ValueError, match="coupled"):
+        fedcore.load(_altered(model, tmp_path, lambda m: trace.labels.__setitem__((0, 0), 99)))
+    model = CASES["MUFC"][1](CASES["MUFC"][0]())
+    with pytest.raises(ValueError, match="participants"):
+        fedcore.load(_altered(model, tmp_path, lambda m: m._active.append(10**6)))

@@ -109,6 +109,17 @@ class BaseEstimator:
                 parts.append(f"{name}={value!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
 
+    def check_state(self) -> None:
+        """Refuse (``ValueError``) a fitted state that a kernel could not read safely: the
+        checks a model fitted here always passes, run by :func:`fedcore.load` on what a file
+        holds. Here: ``cluster_centers_`` (when fitted) finite, of ``n_features_in_`` columns;
+        estimators with more state extend it."""
+        centers = getattr(self, "cluster_centers_", None)
+        if centers is not None and not isinstance(centers, property):
+            from .._validation import check_fitted_centers
+            check_fitted_centers(centers, getattr(self, "n_features_in_", -1),
+                                 type(self).__name__)
+
     def _store_result(self, result):
         """Set each field ``f`` of a fit result (a NamedTuple) as the fitted attribute ``f_``,
         and ``n_features_in_`` from ``cluster_centers_``; returns self."""

@@ -788,6 +788,15 @@ class DeepFeCA(FederatedEstimator):
             setattr(self, name + "_", value)
         return self
 
+    def check_state(self) -> None:
+        """Refuse (``ValueError``) fitted centers that are not a finite 2-D array (they live in
+        the encoder's feature space, not in the input's)."""
+        centers = getattr(self, "cluster_centers_", None)
+        if centers is not None and not (isinstance(centers, np.ndarray) and centers.ndim == 2
+                                        and centers.shape[0] >= 1
+                                        and bool(np.isfinite(centers).all())):
+            raise ValueError("The state of this DeepFeCA is inconsistent: cluster_centers_")
+
     def client_role(self, X: ArrayLike, client_id: int = 0) -> DeepFeCAClient:
         """A :class:`DeepFeCAClient` holding ``X`` (and a copy of ``encoder``)."""
         return DeepFeCAClient(X, client_id, self.encoder)

@@ -226,6 +226,32 @@ class CoupledKMeans:
 
         return [run(seed) for seed in seeds]
 
+    def check_state(self):
+        """``ValueError`` unless the kept data and every restart (seed rows, Lloyd trace,
+        centers) agree in shape, type and range: what :meth:`refit`'s replay indexes with."""
+        try:
+            keys, X, w = self._data
+            m, d, k = X.shape[0], X.shape[1], self.n_clusters
+            ok = (keys.ndim == 2 and keys.shape[0] == m and keys.dtype == np.int64
+                  and X.dtype == np.float64 and w.shape == (m,) and w.dtype == np.float64
+                  and bool(np.isfinite(X).all()) and len(self._restarts) >= 1)
+            for r in self._restarts:
+                t = r.trace
+                steps = t.labels.shape[0]
+                ok = ok and (r.seeds.shape == (k,) and bool(((r.seeds >= 0) & (r.seeds < m)).all())
+                             and r.centers.shape == (k, d) and t.labels.shape == (steps, m)
+                             and t.labels.dtype == np.int64
+                             and bool(((t.labels >= 0) & (t.labels < k)).all())
+                             and t.lower.shape == (steps, m) and t.distances.shape == (steps, m)
+                             and t.centers.shape == (steps, k, d) and t.moved.shape == (steps,)
+                             and t.lower.dtype == t.distances.dtype == t.centers.dtype
+                             == np.float64 and t.moved.dtype == np.bool_)
+        except (AttributeError, TypeError, ValueError, IndexError):
+            ok = False
+        if not ok:
+            raise ValueError("The state of the server's coupled k-means is inconsistent (it was "
+                             "not fitted by fedcore, or was altered)")
+
     def _check(self, keys, X, weights):
         keys = np.asarray(keys, dtype=np.int64)
         keys = keys.reshape(keys.shape[0], -1)

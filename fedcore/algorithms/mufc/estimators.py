@@ -432,6 +432,30 @@ class MUFC(BaseEstimator):
         check_is_fitted(self, "_kp")
         return self._kp
 
+    def check_state(self) -> None:
+        """Refuse (``ValueError``) an inconsistent fitted state: the server centers, every
+        client's :meth:`UnlearnableKMeans.check_state`, the participants, and the server's
+        coupled k-means (see :meth:`fedcore.algorithms.base.BaseEstimator.check_state`)."""
+        super().check_state()
+        if not hasattr(self, "_clients"):
+            return
+        name = type(self).__name__
+        clients = self._clients
+        if not (isinstance(clients, list) and all(isinstance(c, UnlearnableKMeans)
+                                                  for c in clients)
+                and isinstance(self._active, list)
+                and all(type(l) is int and 0 <= l < len(clients) for l in self._active)
+                and len(set(self._active)) == len(self._active)):
+            raise ValueError(f"The state of this {name} is inconsistent: its clients or "
+                             "participants")
+        for client in clients:
+            client.check_state()
+            if client.n_features_in_ != self.n_features_in_:
+                raise ValueError(f"The state of this {name} is inconsistent: a client of "
+                                 f"{client.n_features_in_} features")
+        if self._coupled is not None:
+            self._coupled.check_state()
+
     def client_model(self, client_id: int) -> UnlearnableKMeans:
         """Client ``client_id``'s exact-unlearning k-means++ model
         (:class:`~fedcore.UnlearnableKMeans`: its seeds, labels and remaining points), as the

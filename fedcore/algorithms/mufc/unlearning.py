@@ -154,6 +154,47 @@ class UnlearnableKMeans(BaseEstimator):
         check_is_fitted(self, "_ids")
         return self._ids[self._weights > 0.0]
 
+    def check_state(self) -> None:
+        """Refuse (``ValueError``) a fitted state whose arrays disagree in shape, dtype or range
+        (what :meth:`remove` and the seeding kernels index with); see
+        :meth:`fedcore.algorithms.base.BaseEstimator.check_state`."""
+        if not hasattr(self, "_X"):
+            return
+        name = type(self).__name__
+        X = self._X
+        ok = (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype in (np.float32, np.float64)
+              and X.shape[0] >= 1 and bool(np.isfinite(X).all()))
+        n = X.shape[0] if ok else 0
+        k = self._k if type(getattr(self, "_k", None)) is int else 0
+        ok = ok and k >= 1 and self.n_features_in_ == X.shape[1]
+        shapes = {"_weights": ((n,), np.float64), "_ids": ((n,), np.int64),
+                  "_order": ((n,), np.int64), "_sorted_ids": ((n,), np.int64),
+                  "_slot": ((n,), np.int64), "_labels": ((n,), np.int64),
+                  "_rows": ((k,), np.int64), "center_ids_": ((k,), np.int64),
+                  "seeds_": ((k, X.shape[1] if ok else 0), X.dtype),
+                  "cluster_centers_": ((k, X.shape[1] if ok else 0), X.dtype),
+                  "cluster_sizes_": ((k,), np.int64)}
+        for attr, (shape, dtype) in shapes.items():
+            a = getattr(self, attr, None)
+            ok = ok and isinstance(a, np.ndarray) and a.shape == shape and a.dtype == dtype
+        if ok:
+            w, rows, order = self._weights, self._rows, self._order
+            ok = (bool(np.isin(w, (0.0, 1.0)).all()) and self.n_samples_ == int((w > 0).sum())
+                  and bool(((self._labels >= 0) & (self._labels < k)).all())
+                  and bool(((self._slot >= -1) & (self._slot < k)).all())
+                  and bool(((rows >= 0) & (rows < n)).all())
+                  and np.array_equal(self._slot[rows], np.arange(k))
+                  and int((self._slot >= 0).sum()) == k
+                  and np.array_equal(np.sort(order), np.arange(n))
+                  and np.array_equal(self._sorted_ids, self._ids[order])
+                  and bool((np.diff(self._sorted_ids) > 0).all())
+                  and np.array_equal(self.center_ids_, self._ids[rows])
+                  and bool(np.isfinite(self.cluster_centers_).all()))
+        if not ok:
+            raise ValueError(f"The state of this {name} is inconsistent (its arrays disagree in "
+                             "shape, type or range): it was not fitted by fedcore, or was "
+                             "altered")
+
     def remaining(self) -> tuple[np.ndarray, np.ndarray]:
         """``(X, ids)`` of the points not removed, in original row order (the model's own copy)."""
         check_is_fitted(self, "_X")
