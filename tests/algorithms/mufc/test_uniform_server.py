@@ -9,19 +9,9 @@ from scipy import stats
 
 import fedcore
 from fedcore.algorithms.mufc import MUFC
+from tests.algorithms.mufc.test_mufc import _tiny_federation
 
 ALPHA = 1e-3  # false-alarm rate of each seeded test below
-
-def _tiny_federation(drop=None):
-    X0 = np.array([[0.05, 0.05], [0.1, 0.0], [0.9, 0.9], [0.9, 0.9]])
-    X1 = np.array([[0.0, 0.9], [0.9, 0.1], [0.9, 0.2]])
-    ids = [np.arange(4), np.arange(4, 7)]
-    arrays = [X0, X1]
-    if drop is not None:
-        keep = ids[0] != drop
-        arrays, ids = [X0[keep], X1], [ids[0][keep], ids[1]]
-    return fedcore.HorizontalFederation(arrays, ids)
-
 
 def test_fit_then_remove_is_distributed_as_refit():
     """Uniform server data, exact coupled update: after a removal the clients' seeds (a
