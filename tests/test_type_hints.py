@@ -59,6 +59,7 @@ ANNOTATED_MODULES = [
     "fedcore.federation.protocol",
     "fedcore.federation.ledger",
     "fedcore.federation.vertical",
+    "fedcore.integrations.flower",
     "fedcore.integrations.flower.roles",
     "fedcore.metrics",
     "fedcore.metrics._kmeans",

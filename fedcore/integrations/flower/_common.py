@@ -9,11 +9,17 @@ Settings are flat ``UserConfig`` dictionaries (Flower's run and node configs): a
 overridden by the run config (``[tool.flwr.app.config]`` or ``flwr run --run-config``), overridden
 by the node config (``--node-config``, or ``partition-id`` / ``num-partitions`` in simulation).
 """
+from __future__ import annotations
+
 import logging
 import time
 import warnings
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
+
+from ...federation.horizontal import HorizontalFederation
 
 __all__ = ["FlowerRoundError", "FlowerApps", "exchange", "wait_for_nodes", "arrays_record",
            "read_arrays", "settings", "local_partition", "federation_from_settings",
@@ -42,7 +48,7 @@ class FlowerRoundError(RuntimeError):
         <timeout> s"
     """
 
-    def __init__(self, stage, failures):
+    def __init__(self, stage: str, failures: Mapping[Any, str]) -> None:
         self.stage = stage
         self.failures = dict(failures)
         lines = "; ".join(f"node {node}: {reason}"
@@ -128,7 +134,7 @@ def settings(defaults, context):
     return out
 
 
-def federation_from_settings(cfg):
+def federation_from_settings(cfg: Mapping[str, Any]) -> HorizontalFederation:
     """The horizontal federation that ``cfg`` describes, built identically on every node.
 
     Keys: ``dataset`` (a :data:`fedcore.datasets.MUFC_SHAPES` name, e.g. "gaussian", or "s1" ..
@@ -181,16 +187,18 @@ class FlowerApps:
     ``num-partitions`` setting of the run config.
     """
 
-    def __init__(self, server_app, client_app):
+    def __init__(self, server_app: Any, client_app: Any) -> None:
         self.server_app = server_app
         self.client_app = client_app
         self.result = None
         self.n_nodes = None
 
-    def publish(self, result):
+    def publish(self, result: Any) -> None:
+        """Keep ``result`` as the run's published model."""
         self.result = result
 
-    def simulate(self, n_nodes, *, backend_config=None, verbose=False):
+    def simulate(self, n_nodes: int, *, backend_config: Mapping[str, Any] | None = None,
+                 verbose: bool = False) -> Any:
         """Run both apps with Flower's simulation engine (Ray backend) on ``n_nodes`` nodes and
         return the published result; a failed round raises :class:`FlowerRoundError`."""
         self.result = None
@@ -202,7 +210,8 @@ class FlowerApps:
         return self.result
 
 
-def simulate(server_app, client_app, n_nodes, *, backend_config=None, verbose=False):
+def simulate(server_app: Any, client_app: Any, n_nodes: int, *,
+             backend_config: Mapping[str, Any] | None = None, verbose: bool = False) -> None:
     """``flwr.simulation.run_simulation`` with the Ray backend, one CPU per ClientApp actor.
 
     Exceptions raised in the ServerApp (e.g. :class:`FlowerRoundError`) propagate to the caller.

@@ -6,7 +6,11 @@ never sent), applies the server's pending decisions, computes, stores the party 
 Handlers take ``(msg, context, defaults)``: ``defaults`` are the data settings the app was built
 with, overridden by the node's run and node config.
 """
+from __future__ import annotations
+
 import pickle
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -35,7 +39,7 @@ def _int_list(value, name):
     return [int(v) for v in value]
 
 
-def vertical_from_settings(cfg):
+def vertical_from_settings(cfg: Mapping[str, Any]) -> Any:
     """The vertical federation that ``cfg`` describes, built identically on every node.
 
     Keys: ``dataset`` ("fair-blobs": :func:`fedcore.datasets.make_fair_blobs` with

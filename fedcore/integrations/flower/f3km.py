@@ -39,7 +39,12 @@ The server's decisions (apply a block's moves, [F3KM] eqs. (19)/(30), or split i
 the next message, so a decision costs no message of its own. The node side (data, handlers) is in
 :mod:`._f3km_node`.
 """
+from __future__ import annotations
+
 import functools
+import os
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -287,7 +292,7 @@ class F3KMFlowerResult:
     ``node_ids_`` (the node of each party) and ``n_messages_`` (messages per node, setup and
     close included)."""
 
-    def __init__(self, **attributes):
+    def __init__(self, **attributes: Any) -> None:
         self.__dict__.update(attributes)
 
     def __repr__(self):
@@ -393,7 +398,7 @@ def _save_result(path, result):
     np.savez(path, **out)
 
 
-def load_f3km_result(path):
+def load_f3km_result(path: str | os.PathLike[str]) -> F3KMFlowerResult:
     """The :class:`F3KMFlowerResult` that a deployment wrote to ``path``: the arrays and scalars,
     ``center_blocks_``, and ``comm_`` as the ledger's totals (a dict like
     :meth:`~fedcore.federation.CommLedger.summary`'s)."""
@@ -455,7 +460,9 @@ def _apps(estimator, data, timeout, handlers, method=None):
     return apps
 
 
-def bcdkm_apps(estimator=None, data=None, *, timeout=DEFAULT_TIMEOUT, handlers=None):
+def bcdkm_apps(estimator: BCDKM | None = None, data: Mapping[str, Any] | None = None, *,
+               timeout: float = DEFAULT_TIMEOUT,
+               handlers: Mapping[str, Any] | None = None) -> FlowerApps:
     """A ServerApp and a ClientApp running DisBCDKM ([F3KM] Alg. 3) with ``estimator`` (a
     :class:`~fedcore.algorithms.f3km.cdkm.BCDKM` or CDKM; None: from the run config's settings).
 
@@ -480,7 +487,9 @@ def bcdkm_apps(estimator=None, data=None, *, timeout=DEFAULT_TIMEOUT, handlers=N
     return _apps(estimator, data, timeout, handlers, "bcdkm")
 
 
-def fair_kmeans_apps(estimator=None, data=None, *, timeout=DEFAULT_TIMEOUT, handlers=None):
+def fair_kmeans_apps(estimator: FairKMeans | None = None, data: Mapping[str, Any] | None = None,
+                     *, timeout: float = DEFAULT_TIMEOUT,
+                     handlers: Mapping[str, Any] | None = None) -> FlowerApps:
     """A ServerApp and a ClientApp running F3KM ([F3KM] Alg. 4 on the server, [F3KM] Alg. 5 on
     each node) with ``estimator`` (a :class:`~fedcore.algorithms.f3km.fair.FairKMeans`; None:
     from the run config).

@@ -20,16 +20,20 @@ Two ways in:
   the run config (:data:`RUN_CONFIG_KEYS`); the server writes the model to ``output-path``, an
   ``.npz`` file that :func:`load_feca_result` reads back.
 """
+from __future__ import annotations
+
 import json
 import logging
 import os
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from ..._validation import check_int, check_scalar
 from ...algorithms.feca import FeCA, FeCAClient, check_feca_params
 from ...federation.ledger import SERVER, CommLedger
-from ._common import DEFAULT_TIMEOUT, require_flwr, settings
+from ._common import DEFAULT_TIMEOUT, FlowerApps, require_flwr, settings
 from .roles import MESSAGE_TYPE, FlowerChannel, client_handler, estimator_apps
 
 __all__ = ["feca_apps", "run_feca_server", "client_train", "estimator_from_config",
@@ -87,7 +91,8 @@ def run_feca_server(grid, estimator, n_clients, timeout=DEFAULT_TIMEOUT):
     return model.fit_over(channel)
 
 
-def feca_apps(estimator, data, *, timeout=DEFAULT_TIMEOUT):
+def feca_apps(estimator: FeCA, data: Mapping[str, Any], *,
+              timeout: float = DEFAULT_TIMEOUT) -> FlowerApps:
     """A ServerApp and a ClientApp that fit a :class:`~fedcore.FeCA` on Flower nodes, in one
     round: :func:`~fedcore.integrations.flower.roles.estimator_apps` (see there for ``data``,
     ``timeout`` and the result) for a FeCA estimator."""
@@ -191,7 +196,7 @@ def save_feca_result(model, path):
                  comm_bits=np.array([m.n_bits for m in comm], dtype=np.int64))
 
 
-def load_feca_result(path):
+def load_feca_result(path: str | os.PathLike[str]) -> FeCA:
     """The fitted :class:`~fedcore.FeCA` that :func:`save_feca_result` wrote (``random_state``
     is kept when it was None or an int)."""
     with np.load(path) as f:

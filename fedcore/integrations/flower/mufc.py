@@ -32,13 +32,18 @@ sparse counts travel as SCMA messages. Key agreement follows the honest-but-curi
 of secure aggregation: the server relays public keys unauthenticated; a deployment that must
 resist an active server authenticates node keys (e.g. Flower node authentication).
 """
+from __future__ import annotations
+
 import logging
 import os
 import pickle
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..._validation import check_array
 from ...algorithms.kmeans.lloyd import assign
@@ -93,7 +98,7 @@ class MUFCFlowerResult:
     node_ids_: list = field(default_factory=list)
     dropped_clients_: list = field(default_factory=list)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Nearest server center of each row."""
         return assign(check_array(X, "X"), self.cluster_centers_)[0]
 
@@ -473,7 +478,7 @@ def _save_result(path, result):
              modeled_latency=np.array([r.modeled_latency for r in result.reports_]))
 
 
-def load_mufc_result(path):
+def load_mufc_result(path: str | os.PathLike[str]) -> MUFCFlowerResult:
     """The model a deployed MUFC server wrote to ``output-path``: a :class:`MUFCFlowerResult`
     with centers, aggregate, rounds and node ids (``comm_`` None, ``reports_`` empty; the
     modeled latency of each round is in the file as ``modeled_latency``)."""
@@ -482,7 +487,9 @@ def load_mufc_result(path):
                                 int(f["n_rounds"]), [int(n) for n in f["node_ids"]])
 
 
-def mufc_apps(estimator=None, data=None, *, removals=(), timeout=DEFAULT_TIMEOUT):
+def mufc_apps(estimator: MUFC | None = None, data: Mapping[str, Any] | None = None, *,
+              removals: Sequence[tuple[int, Sequence[int] | None]] = (),
+              timeout: float = DEFAULT_TIMEOUT) -> FlowerApps:
     """A ServerApp and a ClientApp running ``estimator`` (a :class:`fedcore.MUFC`).
 
     Parameters
