@@ -115,7 +115,7 @@ class BaseEstimator:
         holds. Here: ``cluster_centers_`` (when fitted) finite, of ``n_features_in_`` columns;
         estimators with more state extend it."""
         centers = getattr(self, "cluster_centers_", None)
-        if centers is not None and not isinstance(centers, property):
+        if centers is not None:
             from .._validation import check_fitted_centers
             check_fitted_centers(centers, getattr(self, "n_features_in_", -1),
                                  type(self).__name__)

@@ -10,6 +10,7 @@ import fedcore.secagg.setup
 from fedcore.secagg import (SCMAClient, SCMADecodeError, SCMAMessage, SCMAMessageError,
                             SCMAServer, SCMASetup, generate_key_pair)
 from fedcore.secagg import _keys, _prg, _streams
+from tests.secagg.test_scma import as_dict, exact_sum
 
 M61 = 2**61 - 1
 
@@ -33,20 +34,6 @@ def total_of(masks, p):
     for m in masks:
         total += np.asarray(m).astype(object)
     return total % p
-
-
-def exact(vectors):
-    out = {}
-    for bins, counts in vectors:
-        for b, c in zip(bins, counts):
-            key = tuple(int(v) for v in b) if np.ndim(b) else int(b)
-            out[key] = out.get(key, 0) + int(c)
-    return {k: v for k, v in out.items() if v}
-
-
-def as_dict(bins, counts):
-    return {(tuple(int(v) for v in b) if np.ndim(b) else int(b)): int(c)
-            for b, c in zip(bins, counts)}
 
 
 # ---------------------------------------------------------------- masks
@@ -115,7 +102,7 @@ def test_pcg64_mode_is_the_previous_generator_and_reproducible():
         np.testing.assert_array_equal(SCMAClient(l, b).mask(5), legacy)
     vectors = {l: ([l, 50], [l + 1, 2]) for l in range(4)}
     msgs = {l: SCMAClient(l, a).encode(*vectors[l], round=0) for l in range(4)}
-    assert as_dict(*SCMAServer(a.public()).decode(msgs, round=0)) == exact(vectors.values())
+    assert as_dict(*SCMAServer(a.public()).decode(msgs, round=0)) == exact_sum(vectors.values())
     assert "pcg64" in repr(a)
     with pytest.raises(ValueError, match="dropout_threshold.*chacha20"):
         SCMASetup(4, 6, index_space=100, mask_generator="pcg64", dropout_threshold=3)
@@ -143,7 +130,7 @@ def test_decoded_sums_do_not_depend_on_the_masks():
     for bins, counts in results[1:]:
         np.testing.assert_array_equal(bins, results[0][0])
         np.testing.assert_array_equal(counts, results[0][1])
-    assert as_dict(*results[0]) == exact(vectors.values())
+    assert as_dict(*results[0]) == exact_sum(vectors.values())
 
 
 def test_key_agreement_matches_between_the_pair_and_hkdf_binds_setup_pair_and_round():
@@ -333,7 +320,7 @@ def test_refusal_and_exactness_trials():
             except SCMADecodeError:
                 outcome = "refused"
             else:
-                assert got == exact(vectors.values()), (trial, kind)
+                assert got == exact_sum(vectors.values()), (trial, kind)
                 outcome = "exact"
             counts[kind, outcome] = counts.get((kind, outcome), 0) + 1
             previous = msgs

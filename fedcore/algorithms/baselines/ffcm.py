@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 from numba import njit, prange
 
 from ..._config import CHUNK_SIZE, NUMBA_CACHE
-from ..._validation import check_int, check_random_state, check_scalar
+from ..._validation import check_array, check_int, check_random_state, check_scalar
 from ...federation.ledger import CommLedger
 from ...federation.horizontal import HorizontalFederation
 from ...federation.protocol import Channel, InProcessChannel, Message, expect
@@ -118,6 +118,14 @@ def fuzzy_c_means(X: np.ndarray, centers: ArrayLike, *, fuzziness: float = 2.0,
     weights : ndarray of shape (k,), ``sum_i u_ij^m`` at the returned centers
     n_iter : int
     """
+    X = check_array(X, "X")
+    fuzziness = check_scalar(fuzziness, "fuzziness", min_value=1.0, include_min=False)
+    max_iter = check_int(max_iter, "max_iter", min_value=1)
+    tol = check_scalar(tol, "tol", min_value=0.0)
+    centers = check_array(centers, "centers", dtype=("float64",))
+    if centers.shape[1] != X.shape[1]:
+        raise ValueError(f"Argument 'centers' has {centers.shape[1]} features, X has "
+                         f"{X.shape[1]}")
     centers = np.array(centers, dtype=np.float64, order="C")
     k, d = centers.shape
     threshold = tol * float(np.mean(X.var(axis=0))) if tol > 0 else 0.0

@@ -44,7 +44,7 @@ from ...federation.horizontal import HorizontalFederation
 from ...federation.ledger import CommLedger
 from ...federation.protocol import (Channel, InProcessChannel, Message, ProtocolError, diagnostic,
                                     expect)
-from ...kernels.kmeans.distances import assign_nearest
+from ..kmeans.lloyd import assign
 from ..base import FederatedEstimator, check_is_fitted
 from ..baselines.ffcm import FFCMClient, FFCMGlobalCenters, FFCMServer, FFCMSetup
 from ..baselines.kfed import KFedServer
@@ -195,11 +195,7 @@ def pseudo_labels(features: ArrayLike, centers: ArrayLike) -> np.ndarray:
     -------
     ndarray of shape (n_samples,), int64 in ``[0, n_centers)``
     """
-    features = np.ascontiguousarray(features, dtype=np.float64)
-    labels = np.empty(features.shape[0], dtype=np.int64)
-    assign_nearest(features, np.ascontiguousarray(np.asarray(centers, dtype=np.float64).T),
-                   labels, np.empty(features.shape[0]))
-    return labels
+    return assign(np.ascontiguousarray(features, dtype=np.float64), centers)[0]
 
 
 def local_training(encoder: Any, X: ArrayLike, labels: ArrayLike, n_clusters: int, *,

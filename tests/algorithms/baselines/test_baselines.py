@@ -179,3 +179,17 @@ def test_ffcm_bad_parameters(kwargs, exc, match):
     fed, _ = _federation()
     with pytest.raises(exc, match=match):
         FFCM(3, **kwargs).fit(fed)
+
+
+def test_fuzzy_c_means_checks_its_arguments_before_the_kernel():
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    with pytest.raises(ValueError, match="'centers' has 2 features, X has 3"):
+        fuzzy_c_means(X, np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="'centers'"):
+        fuzzy_c_means(X, np.full((2, 3), np.nan))
+    with pytest.raises(ValueError, match="'X'"):
+        fuzzy_c_means(np.full((4, 3), np.inf), np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="'fuzziness'"):
+        fuzzy_c_means(X, np.zeros((2, 3)), fuzziness=1.0)
+    with pytest.raises(ValueError, match="'max_iter'"):
+        fuzzy_c_means(X, np.zeros((2, 3)), max_iter=0)

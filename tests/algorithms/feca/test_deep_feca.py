@@ -128,6 +128,11 @@ def test_pseudo_labels_are_the_nearest_centroids_of_the_broadcast_encoder():
         np.testing.assert_array_equal(channel.clients[l].labels, d2.argmin(axis=1))
 
 
+def test_pseudo_labels_refuse_centroids_of_another_width():
+    with pytest.raises(ValueError, match="centers have 2 features"):
+        pseudo_labels(np.zeros((5, 3)), np.zeros((4, 2)))
+
+
 def test_pseudo_labels_ties_go_to_the_lowest_index():
     F = np.array([[0.0, 0.0], [2.0, 0.0], [1.0, 0.0]])
     C = np.array([[2.0, 0.0], [0.0, 0.0], [0.0, 0.0]])

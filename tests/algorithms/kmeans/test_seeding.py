@@ -10,10 +10,8 @@ compares one empirical distribution of ordered center sequences with the exact o
 choice of seeds; this module runs 10 of them, so the family-wise false-alarm rate is <= 1e-2.
 The seeds are fixed, so the outcome is deterministic.
 """
-import contextlib
 import importlib
 
-import numba
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
@@ -22,6 +20,7 @@ from hypothesis.extra import numpy as hnp
 
 import fedcore
 from fedcore import _config
+from fedcore.kernels.parallel import single_threaded_kernels
 from tests.reference.kmeans_reference import (chi_square_against_exact, chunk_sums_reference,
                                               exact_grouped_kmeanspp_distribution,
                                               exact_kmeanspp_distribution, kmeanspp_reference,
@@ -376,18 +375,6 @@ def test_grouped_exact_distribution_equals_row_level(locations, counts, k):
     assert by_location == exact_grouped_kmeanspp_distribution(locations, counts, k)
 
 
-@contextlib.contextmanager
-def _one_thread():
-    """Results do not depend on the thread count (test_lloyd.py checks the bits); one thread keeps
-    thousands of short parallel launches from stalling on a busy shared machine."""
-    old = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(old)
-
-
 SEVERAL_CHUNKS = ([[0.0, 0.0], [1.0, 0.0], [0.0, 3.0], [7.0, 7.0]],
                   [CHUNK + 900, CHUNK // 2 + 20, 150, 3], 5)
 
@@ -400,7 +387,7 @@ def test_kmeans_plusplus_several_chunks_matches_exact_distribution():
     assert X.shape[0] > CHUNK
     exact = exact_grouped_kmeanspp_distribution(locations, counts, k)
     tallies = {}
-    with _one_thread():
+    with single_threaded_kernels():
         for seed in range(20_000, 21_500):
             _, idx = fedcore.kmeans_plusplus(X, k, random_state=seed)
             assert len(set(idx.tolist())) == k
