@@ -25,10 +25,21 @@ counts one) and its bits (``bits_per_element`` per element: the itemsize of an a
 messages (``counted = False``: the settings and random seed each client receives before the first
 round) configure the run and are not part of any paper's communication count; the ledger leaves
 them out, and so does it for requests whose payload is empty (a server asking for a reply).
+
+Methods with one random stream
+------------------------------
+Most methods give each client its own seed. A few (DC-KM, the vertical coresets, DistDim) draw
+every client's randomness from one generator, client after client, as their papers' single-machine
+descriptions do; their results depend on that order. Their server lends the stream to one client
+at a time: the request carries the generator's state (:func:`stream_state`, a setup field, not
+counted), the client draws from :func:`generator_from_stream` and returns the state it reached,
+and the server continues from it (:func:`resume_stream`). The results are those of one generator
+used in client order, on every engine; such clients answer one at a time.
 """
 from __future__ import annotations
 
 import dataclasses
+import json
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, TypeVar
@@ -42,7 +53,8 @@ from .ledger import SERVER, CommLedger
 
 __all__ = ["Message", "diagnostic", "message_type", "type_name", "expect", "ClientRole",
            "ServerRole", "Channel", "InProcessChannel", "run_clients", "ProtocolError",
-           "seed_fields", "generator_from_seed"]
+           "seed_fields", "generator_from_seed", "stream_state", "generator_from_stream",
+           "resume_stream"]
 
 _TYPES: dict[str, type] = {}
 T = TypeVar("T")
@@ -147,20 +159,28 @@ class Channel:
     n_clients: int
     ledger: CommLedger
 
-    def exchange(self, requests: Mapping[int, Message],
-                 round_number: int) -> dict[int, Message]:
+    def exchange(self, requests: Mapping[int, Message], round_number: int, *,
+                 request_round: int | None = None) -> dict[int, Message]:
         """Send ``requests[client]`` to each client in round ``round_number`` (of the ledger);
-        ``{client: reply}`` in the same order."""
+        ``{client: reply}`` in the same order.
+
+        ``request_round``: the ledger round of the requests when it is not ``round_number``:
+        a request that carries the server's answer to the previous round's replies (e.g. DIS's
+        party counts, [VFLC] Alg. 1 line 6) belongs to that round.
+        """
         raise NotImplementedError
 
-    def broadcast(self, message: Message, round_number: int) -> dict[int, Message]:
+    def broadcast(self, message: Message, round_number: int, *,
+                  request_round: int | None = None) -> dict[int, Message]:
         """The same message to every client: ``exchange({l: message for every l},
-        round_number)``."""
-        return self.exchange({l: message for l in range(self.n_clients)}, round_number)
+        round_number, request_round=request_round)``."""
+        return self.exchange({l: message for l in range(self.n_clients)}, round_number,
+                             request_round=request_round)
 
-    def _count(self, requests, replies, round_number):
+    def _count(self, requests, replies, round_number, request_round=None):
         for l, message in requests.items():
-            message.record(self.ledger, round_number, SERVER, l)
+            message.record(self.ledger, round_number if request_round is None else request_round,
+                           SERVER, l)
         for l, reply in replies.items():
             if not isinstance(reply, Message):
                 raise ProtocolError(f"Client {l} replied with a {type(reply).__name__}, "
@@ -183,14 +203,14 @@ class InProcessChannel(Channel):
         self.n_jobs = n_jobs
         self.ledger = CommLedger() if ledger is None else ledger
 
-    def exchange(self, requests: Mapping[int, Message],
-                 round_number: int) -> dict[int, Message]:
+    def exchange(self, requests: Mapping[int, Message], round_number: int, *,
+                 request_round: int | None = None) -> dict[int, Message]:
         requests = dict(requests)
         addressed = list(requests)
         answers = run_clients(lambda i: self.clients[addressed[i]].handle(requests[addressed[i]]),
                               len(addressed), self.n_jobs)
         replies = dict(zip(addressed, answers))
-        self._count(requests, replies, round_number)
+        self._count(requests, replies, round_number, request_round)
         return replies
 
 
@@ -234,3 +254,63 @@ def generator_from_seed(entropy: str | int, spawn_key: Sequence[int]) -> np.rand
     """The Generator whose seed :func:`seed_fields` wrote: the same stream."""
     seq = np.random.SeedSequence(int(entropy), spawn_key=tuple(int(k) for k in spawn_key))
     return np.random.Generator(np.random.PCG64(seq))
+
+
+_BIT_GENERATORS = {cls.__name__: cls for cls in (np.random.PCG64, np.random.PCG64DXSM,
+                                                 np.random.Philox, np.random.MT19937,
+                                                 np.random.SFC64)}
+
+
+def _to_json(value):
+    if isinstance(value, dict):
+        return {key: _to_json(item) for key, item in value.items()}
+    if isinstance(value, np.ndarray):
+        return {"dtype": value.dtype.str, "values": value.tolist()}
+    return value
+
+
+def _from_json(value):
+    if isinstance(value, dict):
+        if set(value) == {"dtype", "values"}:
+            return np.asarray(value["values"], dtype=np.dtype(value["dtype"]))
+        return {key: _from_json(item) for key, item in value.items()}
+    return value
+
+
+def stream_state(rng: np.random.Generator) -> str:
+    """The state of the Generator ``rng`` as one message field (JSON text): where its stream
+    stands, so that a client can go on drawing from it (see the module's notes). NumPy's bit
+    generators only (PCG64, PCG64DXSM, Philox, MT19937, SFC64)."""
+    state = rng.bit_generator.state
+    if _BIT_GENERATORS.get(state.get("bit_generator")) is not type(rng.bit_generator):
+        raise TypeError(f"A random stream can be lent to clients only from NumPy's bit "
+                        f"generators {sorted(_BIT_GENERATORS)}, got "
+                        f"{type(rng.bit_generator).__name__}")
+    return json.dumps(_to_json(state))
+
+
+def _state(text):
+    try:
+        state = _from_json(json.loads(text))
+        cls = _BIT_GENERATORS[state["bit_generator"]]
+    except (TypeError, ValueError, KeyError) as exc:
+        raise ProtocolError(f"Not a random stream's state: {exc}") from None
+    return cls, state
+
+
+def generator_from_stream(text: str) -> np.random.Generator:
+    """A Generator that continues the stream whose state :func:`stream_state` wrote."""
+    cls, state = _state(text)
+    bit_generator = cls()
+    bit_generator.state = state
+    return np.random.Generator(bit_generator)
+
+
+def resume_stream(rng: np.random.Generator, text: str) -> None:
+    """Move ``rng`` (in place) to the state a client returned: ``rng`` continues where the
+    client's draws ended."""
+    cls, state = _state(text)
+    if cls is not type(rng.bit_generator):
+        raise ProtocolError(f"A client returned the state of a {cls.__name__} stream for a "
+                            f"{type(rng.bit_generator).__name__} one")
+    rng.bit_generator.state = state

@@ -133,3 +133,46 @@ def test_the_ledger_entry_keeps_its_old_name_with_a_warning():
         assert federation.Message is LedgerEntry
     with pytest.raises(AttributeError):
         federation.NoSuchName
+
+
+@pytest.mark.parametrize("bit_generator", [np.random.PCG64, np.random.PCG64DXSM,
+                                           np.random.Philox, np.random.MT19937,
+                                           np.random.SFC64])
+def test_a_lent_stream_continues_exactly_where_the_client_left_it(bit_generator):
+    """Server draws, a client draws from the lent state, the server resumes: the same numbers
+    as one generator drawn in that order."""
+    import json
+    from fedcore.federation.protocol import (generator_from_stream, resume_stream,
+                                             stream_state)
+    one = np.random.Generator(bit_generator(11))
+    want = np.concatenate([one.random(3), one.normal(size=4), one.integers(0, 9, 5), one.random(2)])
+    rng = np.random.Generator(bit_generator(11))
+    got = [rng.random(3)]
+    text = stream_state(rng)
+    json.loads(text)                                   # plain JSON, nothing pickled
+    client = generator_from_stream(text)
+    got += [client.normal(size=4), client.integers(0, 9, 5)]
+    resume_stream(rng, stream_state(client))
+    got.append(rng.random(2))
+    np.testing.assert_array_equal(np.concatenate(got), want)
+
+
+def test_a_stream_state_of_another_kind_is_refused():
+    from fedcore.federation.protocol import (generator_from_stream, resume_stream,
+                                             stream_state)
+    text = stream_state(np.random.Generator(np.random.MT19937(0)))
+    with pytest.raises(ProtocolError, match="MT19937 stream for a PCG64"):
+        resume_stream(np.random.default_rng(0), text)
+    for bad in ["not json", '{"bit_generator": "pickle"}', "[1, 2]"]:
+        with pytest.raises(ProtocolError, match="Not a random stream"):
+            generator_from_stream(bad)
+
+
+def test_requests_can_be_counted_in_the_round_they_answer():
+    channel = InProcessChannel([Doubler(0), Doubler(1)])
+    channel.exchange({0: Block(np.arange(2.0), 1.0, np.zeros(0))}, round_number=3,
+                     request_round=2)
+    channel.broadcast(Block(np.arange(1.0), 1.0, np.zeros(0)), round_number=5, request_round=4)
+    assert [(m.round, m.sender, m.receiver) for m in channel.ledger.messages] == [
+        (2, SERVER, 0), (3, 0, SERVER), (4, SERVER, 0), (4, SERVER, 1), (5, 0, SERVER),
+        (5, 1, SERVER)]

@@ -130,8 +130,8 @@ class FlowerChannel(Channel):
                            timeout)
         self.nodes = map_partitions(replies, self.n_clients)
 
-    def exchange(self, requests: Mapping[int, Message],
-                 round_number: int) -> dict[int, Message]:
+    def exchange(self, requests: Mapping[int, Message], round_number: int, *,
+                 request_round: int | None = None) -> dict[int, Message]:
         requests = dict(requests)
         got = exchange(self.grid, {self.nodes[l]: encode(m) for l, m in requests.items()},
                        MESSAGE_TYPE, round_number, self.timeout)
@@ -143,7 +143,7 @@ class FlowerChannel(Channel):
                 failures[self.nodes[l]] = f"unreadable reply: {exc}"
         if failures:
             raise FlowerRoundError(f"{MESSAGE_TYPE} {round_number}", failures)
-        self._count(requests, replies, round_number)
+        self._count(requests, replies, round_number, request_round)
         return replies
 
 
