@@ -301,7 +301,7 @@ def _state(text):
 def generator_from_stream(text: str) -> np.random.Generator:
     """A Generator that continues the stream whose state :func:`stream_state` wrote."""
     cls, state = _state(text)
-    bit_generator = cls()
+    bit_generator = cls(0)  # only the state travels: its seed sequence (spawn) is not the lender's
     bit_generator.state = state
     return np.random.Generator(bit_generator)
 

@@ -12,15 +12,20 @@ and ``E[sum_s w_s] = n``. A regularizer added to the weighted coreset cost keeps
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ..._validation import (check_array, check_int, check_random_state, check_scalar,
                            check_weighted_range)
-from ...federation.ledger import SERVER, CommLedger
+from ...federation.ledger import CommLedger
+from ...federation.protocol import (Channel, InProcessChannel, Message, ProtocolError,
+                                    diagnostic, expect, generator_from_stream, resume_stream,
+                                    stream_state)
 from ...federation.vertical import VerticalFederation
 from ...kernels.coreset import (cluster_cost_sums, gram_matrix, projected_sq_norms, sample_sorted,
                                vkmc_sensitivities)
@@ -34,7 +39,9 @@ if sys.version_info >= (3, 11):
     from typing import Self
 
 __all__ = ["VerticalCoreset", "dis_sample", "vkmc_local_scores", "vkmc_coreset",
-           "vrlr_local_scores", "vrlr_coreset", "uniform_coreset"]
+           "vrlr_local_scores", "vrlr_coreset", "uniform_coreset", "CoresetParty", "DISServer",
+           "LocalScores", "PartyTotal", "PartyCount", "SampledRows", "SampleSet", "RowScores",
+           "Received"]
 
 # Largest total score: DIS sums the scores party by party and in total (a margin of 4 on the
 # largest float64 for the order of the sums).
@@ -93,6 +100,193 @@ def _sample_rows(values, uniforms):
     return out
 
 
+@dataclass(frozen=True, eq=False)
+class LocalScores(Message):
+    """Server to party, before DIS: compute the local scores ``g^(j)`` (``method``: "given" for
+    scores the party holds, "vrlr" for [VFLC] Alg. 2 lines 3-4, "vkmc" for [VFLC] Alg. 3 lines
+    3-14 with ``n_clusters``, ``alpha``, ``local_max_iter`` and the lent ``stream``), raise them
+    to ``floor`` in the robust mode ([VFLC] Appendix G; ``robust``) and report their total. The
+    settings of the run: a setup message, not counted."""
+
+    counted = False
+    method: str
+    robust: bool
+    floor: float
+    n_clusters: int = 0
+    alpha: float = 1.0
+    local_max_iter: int = 0
+    stream: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class PartyTotal(Message):
+    """Party to server, DIS round 1 ([VFLC] Alg. 1 line 4): ``G^(j) = sum_i g_i^(j)``."""
+
+    kind = "party_total"
+    total: float
+    stream: str = diagnostic(default="")
+
+
+@dataclass(frozen=True, eq=False)
+class PartyCount(Message):
+    """Server to party, closing DIS round 1 ([VFLC] Alg. 1 line 6): the party's number of draws
+    ``a_j``, with the lent stream (not counted) it draws them from."""
+
+    kind = "party_count"
+    count: int
+    stream: str = diagnostic(default="")
+
+
+@dataclass(frozen=True, eq=False)
+class SampledRows(Message):
+    """Party to server, DIS round 2 ([VFLC] Alg. 1 line 7): the ``a_j`` rows it drew."""
+
+    kind = "sample_ids"
+    rows: np.ndarray
+    stream: str = diagnostic(default="")
+
+
+@dataclass(frozen=True, eq=False)
+class SampleSet(Message):
+    """Server to every party ([VFLC] Alg. 1 line 8): the multiset ``S`` of the ``m`` rows drawn
+    (uniform sampling sends its rows the same way)."""
+
+    kind = "sample_ids"
+    rows: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class RowScores(Message):
+    """Party to server, DIS round 3 ([VFLC] Alg. 1 line 9): ``g_i^(j)`` for ``i`` in ``S``."""
+
+    kind = "scores"
+    scores: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class Received(Message):
+    """Party to server: the rows arrived (no payload, not counted)."""
+
+
+class CoresetParty:
+    """Party ``j``'s role in the vertical coresets: DIS ([VFLC] Alg. 1) on its local scores,
+    computed from its column block (VRLR, VKMC) or given.
+
+    Parameters
+    ----------
+    X : array-like (n_samples, d_j) or None, the party's columns (checked by the caller)
+    party_id : int
+    y : array-like (n_samples,) or None, the labels (VRLR's last party, [VFLC] Assumption 4.1)
+    scores : array-like (n_samples,) or None, given local scores (:class:`VerticalCoreset`)
+    """
+
+    def __init__(self, X: ArrayLike | None = None, party_id: int = 0, *,
+                 y: ArrayLike | None = None, scores: ArrayLike | None = None) -> None:
+        self.party_id = check_int(party_id, "party_id", min_value=0)
+        self.X, self.y, self.given = X, y, scores
+        self.scores = None
+
+    def handle(self, message: Message) -> Message:
+        name = f"party {self.party_id}"
+        if isinstance(message, LocalScores):
+            return self._local_scores(message)
+        if self.scores is None:
+            if isinstance(message, SampleSet):  # uniform sampling: only the rows
+                return Received()
+            raise ProtocolError(f"{name} has no scores yet: expected a LocalScores first, got "
+                                f"{type(message).__name__}")
+        if isinstance(message, PartyCount):
+            if message.count == 0:
+                return SampledRows(np.empty(0, dtype=np.int64), message.stream)
+            rng = generator_from_stream(message.stream)
+            rows = _sample_rows(self.scores, rng.random(message.count))
+            return SampledRows(rows, stream_state(rng))
+        m = expect(message, SampleSet, name)
+        return RowScores(self.scores[m.rows])
+
+    def _local_scores(self, m):
+        stream = m.stream
+        if m.method == "given":
+            scores = np.asarray(self.given, dtype=np.float64)
+        elif m.method == "vrlr":
+            A = self.X if self.y is None else np.column_stack([self.X.astype(np.float64),
+                                                               self.y])
+            scores = _leverage_scores(A, np.empty(A.shape[0]))
+        elif m.method == "vkmc":
+            rng = generator_from_stream(m.stream)
+            centers = _local_clustering(self.X, m.n_clusters, m.local_max_iter, rng)
+            scores = np.empty(self.X.shape[0])
+            _vkmc_party_scores(self.X, centers, m.alpha, scores)
+            stream = stream_state(rng)
+        else:
+            raise ProtocolError(f"Unknown local score method {m.method!r}")
+        self.scores = np.maximum(scores, m.floor) if m.robust else scores
+        return PartyTotal(float(np.sum(self.scores)), stream)
+
+
+class DISServer:
+    """The server role of DIS ([VFLC] Alg. 1) over parties playing :class:`CoresetParty`.
+
+    Parameters
+    ----------
+    m : int >= 1, draws
+    request : LocalScores, what each party computes before DIS (its ``stream`` is filled in
+        when ``method="vkmc"``: the parties cluster one after another from one stream)
+    rng : numpy.random.Generator, the run's stream (the server's and the parties' draws, in
+        order: VKMC's local clusterings party by party, the party counts, each party's draws)
+    """
+
+    def __init__(self, m: int, request: LocalScores, rng: np.random.Generator) -> None:
+        self.m = check_int(m, "m", min_value=1)
+        self.request = request
+        self.rng = rng
+
+    def run(self, channel: Channel) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(indices, weights, party_counts, party_totals)``; the messages are in
+        ``channel.ledger``."""
+        T, m, rng = channel.n_clients, self.m, self.rng
+        # Round 1 ([VFLC] Alg. 1 lines 4-6): party totals up, party counts a_j down.
+        if self.request.method == "vkmc":
+            replies = {j: _lend(channel, j, self.request, rng, 0) for j in range(T)}
+        else:
+            replies = channel.broadcast(self.request, round_number=0)
+        totals = np.array([expect(replies[j], PartyTotal, "server").total for j in range(T)])
+        total = float(totals.sum())
+        if not total > 0.0:
+            raise ValueError(f"Argument 'scores' must have a positive total sensitivity G, got "
+                             f"{total} (every local score is 0)")
+        counts = rng.multinomial(m, totals / total).astype(np.int64)
+        # Round 2 ([VFLC] Alg. 1 lines 7-8): each party samples a_j rows by g^(j) / G^(j); the
+        # server broadcasts S.
+        parts = []
+        for j in range(T):
+            reply = _lend(channel, j, PartyCount(int(counts[j])), rng, 1, request_round=0)
+            parts.append(expect(reply, SampledRows, "server").rows)
+        indices = np.concatenate(parts)
+        # Round 3 ([VFLC] Alg. 1 lines 9-10): each party sends its scores of S; the server weights
+        # the draws.
+        replies = channel.broadcast(SampleSet(indices), round_number=2, request_round=1)
+        row_scores = expect(replies[0], RowScores, "server").scores.copy()
+        for j in range(1, T):
+            row_scores += expect(replies[j], RowScores, "server").scores
+        weights = total / (m * row_scores)
+        return indices, weights, counts, totals
+
+
+def _lend(channel, party, request, rng, round_number, request_round=None):
+    """Send ``request`` with ``rng``'s stream to one party; ``rng`` resumes from its reply."""
+    request = dataclasses.replace(request, stream=stream_state(rng))
+    reply = channel.exchange({party: request}, round_number, request_round=request_round)[party]
+    resume_stream(rng, reply.stream)
+    return reply
+
+
+def _run_dis(parties, m, request, rng):
+    channel = InProcessChannel(parties, n_jobs=1)
+    indices, weights, counts, totals = DISServer(m, request, rng).run(channel)
+    return indices, weights, counts, totals, channel.ledger
+
+
 def dis_sample(scores: np.ndarray, m: int, rng: np.random.Generator, *,
                floor: float | None = None,
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, CommLedger]:
@@ -101,44 +295,12 @@ def dis_sample(scores: np.ndarray, m: int, rng: np.random.Generator, *,
     ``scores`` float64 (T, n) (row ``j`` held by party ``j``), ``m`` >= 1, ``rng`` a Generator.
     ``floor`` (robust mode, [VFLC] Appendix G) raises every score to at least ``floor`` first.
     Randomness, in order: the party counts (``rng.multinomial``), then ``a_j`` uniforms for each
-    party in party order.
+    party in party order. Runs :class:`DISServer` over one :class:`CoresetParty` per row of
+    ``scores``, in this process.
     """
-    T, n = scores.shape
-    if floor is not None:
-        scores = np.maximum(scores, floor)
-    ledger = CommLedger()
-    # Round 1 ([VFLC] Alg. 1 lines 4-6): party totals up, party counts a_j down.
-    totals = np.array([float(np.sum(scores[j])) for j in range(T)])
-    total = float(totals.sum())
-    if not total > 0.0:
-        raise ValueError(f"Argument 'scores' must have a positive total sensitivity G, got {total} "
-                         "(every local score is 0)")
-    for j in range(T):
-        ledger.record(0, sender=j, receiver=SERVER, kind="party_total", n_elements=1)
-    counts = rng.multinomial(m, totals / total).astype(np.int64)
-    for j in range(T):
-        ledger.record(0, sender=SERVER, receiver=j, kind="party_count", n_elements=1)
-    # Round 2 ([VFLC] Alg. 1 lines 7-8): each party samples a_j rows by g^(j) / G^(j); the server
-    # broadcasts S.
-    parts = []
-    for j in range(T):
-        a = int(counts[j])
-        if a == 0:
-            continue
-        parts.append(_sample_rows(scores[j], rng.random(a)))
-        ledger.record(1, sender=j, receiver=SERVER, kind="sample_ids", n_elements=a)
-    indices = np.concatenate(parts)
-    for j in range(T):
-        ledger.record(1, sender=SERVER, receiver=j, kind="sample_ids", n_elements=m)
-    # Round 3 ([VFLC] Alg. 1 lines 9-10): each party sends its scores of S; the server weights the
-    # draws.
-    for j in range(T):
-        ledger.record(2, sender=j, receiver=SERVER, kind="scores", n_elements=m)
-    row_scores = scores[0, indices].copy()
-    for j in range(1, T):
-        row_scores += scores[j, indices]
-    weights = total / (m * row_scores)
-    return indices, weights, counts, totals, ledger
+    parties = [CoresetParty(party_id=j, scores=scores[j]) for j in range(scores.shape[0])]
+    request = LocalScores("given", floor is not None, 0.0 if floor is None else float(floor))
+    return _run_dis(parties, m, request, rng)
 
 
 class VerticalCoreset(BaseEstimator):
@@ -309,16 +471,20 @@ def vkmc_coreset(federation: VerticalFederation, m: int, n_clusters: int, *,
     m = check_int(m, "m", min_value=1)
     beta = _check_outlier_fraction(outlier_fraction)
     rng = check_random_state(random_state)
-    scores = vkmc_local_scores(federation, n_clusters, alpha=alpha, local_max_iter=local_max_iter,
-                               random_state=rng)
-    return _coreset_from_scores(scores, m, beta, rng)
+    check_vertical_range(federation)
+    k = check_int(n_clusters, "n_clusters", min_value=1, max_value=federation.n_samples)
+    alpha = check_scalar(alpha, "alpha", min_value=0.0, include_min=False)
+    local_max_iter = check_int(local_max_iter, "local_max_iter", min_value=0)
+    parties = [CoresetParty(federation.party(j), j) for j in range(federation.n_parties)]
+    return _coreset(parties, m, beta, federation.n_samples, rng, "vkmc", n_clusters=k,
+                    alpha=alpha, local_max_iter=local_max_iter)
 
 
-def _coreset_from_scores(scores, m, beta, rng):
-    floor = None if beta is None else 1.0 / scores.shape[1]
-    indices, weights, counts, _, ledger = dis_sample(scores, m, rng, floor=floor)
-    return Coreset(indices, weights, ledger, scores.shape[1], party_counts=counts,
-                   outlier_fraction=beta)
+def _coreset(parties, m, beta, n, rng, method, **settings):
+    """The :class:`Coreset` of DIS over ``parties`` whose local scores come from ``method``."""
+    request = LocalScores(method, beta is not None, 0.0 if beta is None else 1.0 / n, **settings)
+    indices, weights, counts, _, ledger = _run_dis(parties, m, request, rng)
+    return Coreset(indices, weights, ledger, n, party_counts=counts, outlier_fraction=beta)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -423,7 +589,14 @@ def vrlr_coreset(federation: VerticalFederation, m: int, *,
     m = check_int(m, "m", min_value=1)
     beta = _check_outlier_fraction(outlier_fraction)
     rng = check_random_state(random_state)
-    return _coreset_from_scores(vrlr_local_scores(federation), m, beta, rng)
+    if federation.y is None:
+        raise ValueError("Argument 'federation' must hold labels y on its last party for VRLR, "
+                         "got y=None")
+    y = check_vertical_range(federation, with_y=True)
+    T = federation.n_parties
+    parties = [CoresetParty(federation.party(j), j, y=y if j == T - 1 else None)
+               for j in range(T)]
+    return _coreset(parties, m, beta, federation.n_samples, rng, "vrlr")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -449,7 +622,7 @@ def uniform_coreset(federation: VerticalFederation, m: int, *,
     rng = check_random_state(random_state)
     n = federation.n_samples
     indices = rng.integers(0, n, size=m).astype(np.int64)
-    ledger = CommLedger()
-    for j in range(federation.n_parties):
-        ledger.record(0, sender=SERVER, receiver=j, kind="sample_ids", n_elements=m)
-    return Coreset(indices, np.full(m, n / m), ledger, n)
+    channel = InProcessChannel([CoresetParty(party_id=j) for j in range(federation.n_parties)],
+                               n_jobs=1)
+    channel.broadcast(SampleSet(indices), round_number=0)
+    return Coreset(indices, np.full(m, n / m), channel.ledger, n)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,8 @@ from numpy.typing import ArrayLike
 
 from ..._validation import (check_fitted_array, check_fitted_centers, check_int,
                             check_random_state, check_scalar)
-from ...federation.ledger import SERVER
+from ...federation.protocol import (InProcessChannel, Message, diagnostic, expect,
+                                    generator_from_stream, resume_stream, stream_state)
 from ...federation.vertical import VerticalFederation
 from ...kernels.kmeans.distances import assign_nearest
 from ..base import BaseEstimator, check_is_fitted
@@ -26,7 +28,7 @@ from ..kmeans.lloyd import KMeans
 if sys.version_info >= (3, 11):
     from typing import Self
 
-__all__ = ["DistDim", "distdim"]
+__all__ = ["DistDim", "distdim", "DistDimParty", "LocalClustering", "LocalLabels"]
 
 
 def _cells(labels, client_clusters):
@@ -48,28 +50,93 @@ def _cells(labels, client_clusters):
     return cells, inverse.ravel()
 
 
+@dataclass(frozen=True, eq=False)
+class LocalClustering(Message):
+    """Server to party, [DistDim] step 1: cluster your columns of the rows used.
+
+    Counted: ``weights``, the coreset's weights when the party cannot know them (empty on full
+    data, where every weight is 1, and for equal weights ``n / m``, e.g. uniform sampling,
+    which every party knows). Not counted: ``rows`` (the coreset's rows, which every party
+    received in the coreset's own round; empty on full data), the k-means settings and the
+    lent random stream (setup).
+    """
+
+    kind = "weights"
+    weights: np.ndarray
+    rows: np.ndarray = diagnostic()
+    n_clusters: int = diagnostic()
+    n_init: int = diagnostic()
+    max_iter: int = diagnostic()
+    tol: float = diagnostic()
+    stream: str = diagnostic(default="")
+
+
+@dataclass(frozen=True, eq=False)
+class LocalLabels(Message):
+    """Party to server, [DistDim] step 1: its local centers ``(k'_j, d_j)`` and each used row's
+    local label."""
+
+    kind = "labels+centers"
+    labels: np.ndarray
+    centers: np.ndarray
+    stream: str = diagnostic(default="")
+
+
+class DistDimParty:
+    """Party ``j``'s role in DistDim: weighted k-means on its column block ``X`` (checked by the
+    caller), on all rows or on a coreset's rows."""
+
+    def __init__(self, X: ArrayLike, party_id: int = 0) -> None:
+        self.party_id = check_int(party_id, "party_id", min_value=0)
+        self.X = X
+
+    def handle(self, message: Message) -> LocalLabels:
+        m = expect(message, LocalClustering, f"party {self.party_id}")
+        if m.rows.size == 0:  # full data, unit weights
+            X, weights = self.X, np.ones(self.X.shape[0])
+        else:
+            X = self.X[m.rows]
+            n = self.X.shape[0]
+            weights = m.weights if m.weights.size else np.full(m.rows.shape[0],
+                                                               n / m.rows.shape[0])
+        rng = generator_from_stream(m.stream)
+        km = KMeans(m.n_clusters, n_init=m.n_init, max_iter=m.max_iter, tol=m.tol,
+                    random_state=rng).fit(X, sample_weight=weights)
+        return LocalLabels(km.labels_, np.asarray(km.cluster_centers_, dtype=np.float64),
+                           stream_state(rng))
+
+
 def distdim(federation: VerticalFederation, n_clusters: int, *,
             client_clusters: int | Sequence[int] | None = None, coreset: Coreset | None = None,
             n_init: int = 1, max_iter: int = 300, tol: float = 1e-4,
             random_state: np.random.Generator | int | None = None) -> dict[str, Any]:
-    """DistDim on validated parameters: a dict of the fitted attributes of :class:`DistDim`."""
+    """DistDim on validated parameters: a dict of the fitted attributes of :class:`DistDim`.
+
+    The parties (:class:`DistDimParty`) run in this process; they cluster one after another
+    from the run's random stream, then the server clusters the grid cells with it.
+    """
     rng = check_random_state(random_state)
     T = federation.n_parties
     rows, weights, start, ledger = coreset_rows(coreset, federation.n_samples)
     n_rows = rows.shape[0]
     local_k = [client_clusters] * T if np.ndim(client_clusters) == 0 else list(client_clusters)
+    if coreset is None:
+        sent_rows = sent_weights = np.empty(0)
+    else:
+        sent_rows = rows
+        known = np.all(weights == federation.n_samples / n_rows)
+        sent_weights = np.empty(0) if known else weights
+    channel = InProcessChannel([DistDimParty(federation.party(j), j) for j in range(T)],
+                               ledger=ledger)
     labels = np.empty((n_rows, T), dtype=np.int64)
     local_centers = []
     for j in range(T):
-        X = federation.party(j)
-        X = X if coreset is None else X[rows]
-        km = KMeans(local_k[j], n_init=n_init, max_iter=max_iter, tol=tol,
-                    random_state=rng).fit(X, sample_weight=weights)
-        labels[:, j] = km.labels_
-        local_centers.append(np.asarray(km.cluster_centers_, dtype=np.float64))
-        ledger.record(start, sender=j, receiver=SERVER, kind="labels", n_elements=n_rows)
-        ledger.record(start, sender=j, receiver=SERVER, kind="centers",
-                      n_elements=local_k[j] * federation.splits[j])
+        request = LocalClustering(sent_weights, sent_rows, int(local_k[j]), n_init, max_iter,
+                                  tol, stream_state(rng))
+        reply = expect(channel.exchange({j: request}, start)[j], LocalLabels, "server")
+        resume_stream(rng, reply.stream)
+        labels[:, j] = reply.labels
+        local_centers.append(reply.centers)
     cells, inverse = _cells(labels, local_k)
     cell_weights = np.bincount(inverse, weights=weights, minlength=cells.shape[0])
     points = np.hstack([local_centers[j][cells[:, j]] for j in range(T)])
@@ -95,9 +162,10 @@ class DistDim(BaseEstimator):
        the total weight of its rows and clusters the cells with weighted k-means into
        ``n_clusters`` centers (the final solution, held by the server).
 
-    Communication: ``T`` label vectors of the rows used plus the local centers (``nT + k' d``
-    elements on full data; ``mT + k' d`` on a coreset, after the coreset's own messages, which
-    ``comm_`` also lists).
+    Communication: one message per party with its label vector of the rows used and its local
+    centers (``nT + k' d`` elements on full data; ``mT + k' d`` on a coreset, after the coreset's
+    own messages, which ``comm_`` also lists), and on a coreset whose weights the parties cannot
+    know (DIS; not uniform sampling) the ``m`` weights to every party.
 
     Parameters
     ----------

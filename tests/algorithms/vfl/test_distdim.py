@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import fedcore
+from fedcore.federation.ledger import SERVER
 from fedcore.algorithms.vfl import uniform_coreset, vkmc_coreset
 from fedcore.algorithms.vfl.distdim import DistDim, _cells
 from tests.reference.coreset_reference import distdim_reference
@@ -63,8 +64,14 @@ def test_distdim_on_coreset():
     model = DistDim(3, n_init=5, random_state=0).fit(vfed, coreset=cs)
     assert model.labels_.shape == (300,)
     np.testing.assert_allclose(model.cell_weights_.sum(), cs.weights.sum())
-    # coreset messages first, then labels (m per party) and centers
-    assert model.comm_.n_elements == cs.comm.n_elements + 2 * 300 + 3 * 1 + 3 * 3
+    # coreset messages first, then the DIS weights to each party (which they need for their
+    # weighted k-means and cannot know), labels (m per party) and centers
+    assert model.comm_.n_elements == cs.comm.n_elements + 2 * 300 + 2 * 300 + 3 * 1 + 3 * 3
+    start = cs.comm.n_rounds
+    assert [(e.round, e.sender, e.receiver, e.kind, e.n_elements)
+            for e in model.comm_.messages[len(cs.comm.messages):]] == [
+        (start, SERVER, 0, "weights", 300), (start, 0, SERVER, "labels+centers", 300 + 3),
+        (start, SERVER, 1, "weights", 300), (start, 1, SERVER, "labels+centers", 300 + 9)]
     assert model.comm_.messages[:len(cs.comm.messages)] == cs.comm.messages
     full = DistDim(3, n_init=5, random_state=0).fit(vfed)
     cost_full = fedcore.metrics.inertia(X, full.cluster_centers_)
