@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike
 
 from ..._validation import (check_fitted_array, check_fitted_centers, check_int,
                             check_random_state, check_scalar)
-from ...federation.protocol import (InProcessChannel, Message, diagnostic, expect,
+from ...federation.protocol import (Channel, InProcessChannel, Message, diagnostic, expect,
                                     generator_from_stream, resume_stream, stream_state)
 from ...federation.vertical import VerticalFederation
 from ...kernels.kmeans.distances import assign_nearest
@@ -28,7 +28,8 @@ from ..kmeans.lloyd import KMeans
 if sys.version_info >= (3, 11):
     from typing import Self
 
-__all__ = ["DistDim", "distdim", "DistDimParty", "LocalClustering", "LocalLabels"]
+__all__ = ["DistDim", "distdim", "DistDimServer", "DistDimParty", "LocalClustering",
+           "LocalLabels"]
 
 
 def _cells(labels, client_clusters):
@@ -106,49 +107,80 @@ class DistDimParty:
                            stream_state(rng))
 
 
+class DistDimServer:
+    """The server role of DistDim over parties playing :class:`DistDimParty` (parameters
+    validated by :class:`DistDim`).
+
+    Parameters
+    ----------
+    n_clusters : int
+    client_clusters : int or list of int (one per party)
+    n_samples : int, rows of the federation
+    coreset : Coreset or None, the rows and weights to cluster (None: every row, weight 1)
+    n_init, max_iter, tol : k-means settings of the parties and the server
+    rng : numpy.random.Generator, the run's stream: lent to the parties one after another, then
+        the server's k-means
+    """
+
+    def __init__(self, n_clusters: int, client_clusters: int | Sequence[int], n_samples: int,
+                 coreset: Coreset | None, n_init: int, max_iter: int, tol: float,
+                 rng: np.random.Generator) -> None:
+        self.n_clusters, self.client_clusters = n_clusters, client_clusters
+        self.n_samples, self.coreset = n_samples, coreset
+        self.kmeans = {"n_init": n_init, "max_iter": max_iter, "tol": tol}
+        self.rng = rng
+
+    def run(self, channel: Channel) -> dict[str, Any]:
+        """The fitted attributes of :class:`DistDim`; ``comm_`` lists the coreset's messages,
+        then those of ``channel.ledger``."""
+        rng, T = self.rng, channel.n_clients
+        rows, weights, start, ledger = coreset_rows(self.coreset, self.n_samples)
+        n_rows = rows.shape[0]
+        local_k = [self.client_clusters] * T if np.ndim(self.client_clusters) == 0 \
+            else list(self.client_clusters)
+        sent_rows = sent_weights = np.empty(0)
+        if self.coreset is not None:
+            sent_rows = rows
+            if not np.all(weights == self.n_samples / n_rows):  # else every party knows them
+                sent_weights = weights
+        labels = np.empty((n_rows, T), dtype=np.int64)
+        local_centers = []
+        for j in range(T):
+            request = LocalClustering(sent_weights, sent_rows, int(local_k[j]),
+                                      stream=stream_state(rng), **self.kmeans)
+            reply = expect(channel.exchange({j: request}, start)[j], LocalLabels, "server")
+            resume_stream(rng, reply.stream)
+            labels[:, j] = reply.labels
+            local_centers.append(reply.centers)
+        ledger.extend(channel.ledger)
+        cells, inverse = _cells(labels, local_k)
+        cell_weights = np.bincount(inverse, weights=weights, minlength=cells.shape[0])
+        points = np.hstack([local_centers[j][cells[:, j]] for j in range(T)])
+        n_positive = int(np.count_nonzero(cell_weights))
+        if n_positive < self.n_clusters:
+            raise ValueError(f"Argument 'client_clusters' ({self.client_clusters}) leaves "
+                             f"{n_positive} occupied grid cells, fewer than n_clusters = "
+                             f"{self.n_clusters}")
+        server = KMeans(self.n_clusters, random_state=rng, **self.kmeans).fit(
+            points, sample_weight=cell_weights)
+        return {"cluster_centers_": np.asarray(server.cluster_centers_, dtype=np.float64),
+                "labels_": server.labels_[inverse], "local_centers_": local_centers,
+                "cell_centers_": points, "cell_weights_": cell_weights, "comm_": ledger}
+
+
 def distdim(federation: VerticalFederation, n_clusters: int, *,
             client_clusters: int | Sequence[int] | None = None, coreset: Coreset | None = None,
             n_init: int = 1, max_iter: int = 300, tol: float = 1e-4,
             random_state: np.random.Generator | int | None = None) -> dict[str, Any]:
     """DistDim on validated parameters: a dict of the fitted attributes of :class:`DistDim`.
 
-    The parties (:class:`DistDimParty`) run in this process; they cluster one after another
-    from the run's random stream, then the server clusters the grid cells with it.
+    :class:`DistDimServer` and one :class:`DistDimParty` per party, in this process.
     """
     rng = check_random_state(random_state)
-    T = federation.n_parties
-    rows, weights, start, ledger = coreset_rows(coreset, federation.n_samples)
-    n_rows = rows.shape[0]
-    local_k = [client_clusters] * T if np.ndim(client_clusters) == 0 else list(client_clusters)
-    if coreset is None:
-        sent_rows = sent_weights = np.empty(0)
-    else:
-        sent_rows = rows
-        known = np.all(weights == federation.n_samples / n_rows)
-        sent_weights = np.empty(0) if known else weights
-    channel = InProcessChannel([DistDimParty(federation.party(j), j) for j in range(T)],
-                               ledger=ledger)
-    labels = np.empty((n_rows, T), dtype=np.int64)
-    local_centers = []
-    for j in range(T):
-        request = LocalClustering(sent_weights, sent_rows, int(local_k[j]), n_init, max_iter,
-                                  tol, stream_state(rng))
-        reply = expect(channel.exchange({j: request}, start)[j], LocalLabels, "server")
-        resume_stream(rng, reply.stream)
-        labels[:, j] = reply.labels
-        local_centers.append(reply.centers)
-    cells, inverse = _cells(labels, local_k)
-    cell_weights = np.bincount(inverse, weights=weights, minlength=cells.shape[0])
-    points = np.hstack([local_centers[j][cells[:, j]] for j in range(T)])
-    n_positive = int(np.count_nonzero(cell_weights))
-    if n_positive < n_clusters:
-        raise ValueError(f"Argument 'client_clusters' ({client_clusters}) leaves {n_positive} "
-                         f"occupied grid cells, fewer than n_clusters = {n_clusters}")
-    server = KMeans(n_clusters, n_init=n_init, max_iter=max_iter, tol=tol,
-                    random_state=rng).fit(points, sample_weight=cell_weights)
-    return {"cluster_centers_": np.asarray(server.cluster_centers_, dtype=np.float64),
-            "labels_": server.labels_[inverse], "local_centers_": local_centers,
-            "cell_centers_": points, "cell_weights_": cell_weights, "comm_": ledger}
+    parties = [DistDimParty(federation.party(j), j) for j in range(federation.n_parties)]
+    server = DistDimServer(n_clusters, client_clusters, federation.n_samples, coreset, n_init,
+                           max_iter, tol, rng)
+    return server.run(InProcessChannel(parties))
 
 
 class DistDim(BaseEstimator):

@@ -20,10 +20,11 @@ from typing import Any
 import numpy as np
 
 from ...federation.horizontal import HorizontalFederation
+from ...federation.vertical import VerticalFederation
 
 __all__ = ["FlowerRoundError", "FlowerApps", "exchange", "wait_for_nodes", "arrays_record",
            "read_arrays", "settings", "local_partition", "federation_from_settings",
-           "simulate"]
+           "vertical_from_settings", "simulate"]
 
 DEFAULT_TIMEOUT = 600.0  # seconds a round may take before the missing nodes are reported
 
@@ -134,6 +135,32 @@ def settings(defaults, context):
     return out
 
 
+def _dataset(cfg):
+    """``(X, y, seed)`` of the settings' ``dataset`` and ``data-seed``."""
+    from ... import datasets
+    seed = int(cfg.get("data-seed", 0))
+    name = str(cfg.get("dataset", "gaussian"))
+    if name in ("s1", "s2", "s3", "s4"):
+        X, y, _ = datasets.make_s_sets(int(name[1]), random_state=seed)
+    else:
+        X, y, _ = datasets.load_mufc_standin(name, random_state=seed)
+    return X, y, seed
+
+
+def vertical_from_settings(cfg: Mapping[str, Any]) -> VerticalFederation:
+    """The vertical federation that ``cfg`` describes, built identically on every node: the rows
+    of ``dataset`` (with ``data-seed``, as :func:`federation_from_settings`) split into column
+    blocks of widths ``splits`` (e.g. "2,1,2"; one block per party, ``num-partitions`` of them).
+    """
+    X, _, _ = _dataset(cfg)
+    splits = cfg["splits"]
+    splits = [int(w) for w in (splits.split(",") if isinstance(splits, str) else splits)]
+    if len(splits) != int(cfg["num-partitions"]):
+        raise ValueError(f"Setting 'splits' must give one width per party (num-partitions = "
+                         f"{int(cfg['num-partitions'])}), got {cfg['splits']!r}")
+    return VerticalFederation.from_columns(X, splits=splits)
+
+
 def federation_from_settings(cfg: Mapping[str, Any]) -> HorizontalFederation:
     """The horizontal federation that ``cfg`` describes, built identically on every node.
 
@@ -142,14 +169,8 @@ def federation_from_settings(cfg: Mapping[str, Any]) -> HorizontalFederation:
     ``num-partitions`` (clients), ``partition`` ("iid", "noniid" or "dirichlet"),
     ``clusters-per-client`` (noniid), ``alpha`` (dirichlet), ``data-seed``.
     """
-    from ... import datasets
     from ...federation import partition
-    seed = int(cfg.get("data-seed", 0))
-    name = str(cfg.get("dataset", "gaussian"))
-    if name in ("s1", "s2", "s3", "s4"):
-        X, y, _ = datasets.make_s_sets(int(name[1]), random_state=seed)
-    else:
-        X, y, _ = datasets.load_mufc_standin(name, random_state=seed)
+    X, y, seed = _dataset(cfg)
     scheme = str(cfg.get("partition", "iid"))
     kwargs = {}
     if scheme == "noniid":
@@ -163,12 +184,17 @@ def federation_from_settings(cfg: Mapping[str, Any]) -> HorizontalFederation:
 def local_partition(cfg):
     """This node's data: ``(X, ids, partition_id, n_partitions)``.
 
-    With ``data-path`` in the node config, the node reads an ``.npz`` file holding ``X`` and
+    With ``splits`` in the settings the federation is vertical: the node holds the column block
+    ``partition-id`` of :func:`vertical_from_settings` (every row, ids ``0..n-1``). With
+    ``data-path`` in the node config, the node reads an ``.npz`` file holding ``X`` and
     optionally ``ids`` (default ``0..n-1``); ``partition-id`` and ``num-partitions`` still say
     which client it is. Otherwise the node builds :func:`federation_from_settings` and keeps its
     own partition. The server never sends data.
     """
     pid, n_parts = int(cfg["partition-id"]), int(cfg["num-partitions"])
+    if cfg.get("splits"):  # a vertical federation: this node holds one block of columns
+        X = vertical_from_settings(cfg).party(pid)
+        return X, np.arange(X.shape[0], dtype=np.int64), pid, n_parts
     if cfg.get("data-path"):
         with np.load(str(cfg["data-path"])) as data:
             X = np.asarray(data["X"], dtype=np.float64)
