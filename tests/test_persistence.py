@@ -149,9 +149,13 @@ def test_shared_objects_stay_shared(tmp_path):
     u = fedcore.UnlearnableKMeans(3, random_state=np.random.default_rng(0)).fit(X)
     u = _round_trip(u, tmp_path, "u.npz")
     assert u.cluster_centers_ is u.seeds_ and u.random_state is u._rng
-    d = _round_trip(fedcore.DCKMeans(3, random_state=0).fit(FED), tmp_path, "d.npz")
-    assert all(m.random_state is d._rng for m in d._models.values())
-    assert d.client_centers_[1] is d._models[1].cluster_centers_
+    # DC-KM's stream is the random_state Generator it was given: removals go on drawing from it.
+    d = fedcore.DCKMeans(3, random_state=np.random.default_rng(0)).fit(FED)
+    loaded = _round_trip(d, tmp_path, "d.npz")
+    for model in (d, loaded):
+        model.remove(1, FED.client(1)[1][:2])
+    assert loaded.random_state.bit_generator.state == d.random_state.bit_generator.state
+    np.testing.assert_array_equal(loaded.cluster_centers_, d.cluster_centers_)
     m = _round_trip(fedcore.MUFC(3, random_state=0).fit(FED), tmp_path, "m.npz")
     assert m.client_centers_[0] is m._clients[0].seeds_
     assert all(c.setup is m._aggregator.setup for c in m._aggregator.clients)
@@ -374,6 +378,11 @@ def test_missing_truncated_and_corrupted_files_are_refused(tmp_path):
     _refused(pickled, "pickled data")
 
 
+def _clients(document):
+    """The nodes of a saved DCKMeans' client roles."""
+    return document["state"]["attrs"]["_channel"]["attrs"]["clients"]["items"]
+
+
 @pytest.mark.parametrize("change, patterns", [
     (lambda d: d.update(format="joblib"), ["format 'joblib' is not 'fedcore-model'"]),
     (lambda d: d.update(version=VERSION + 1), [f"format version {VERSION + 1} is newer",
@@ -381,13 +390,14 @@ def test_missing_truncated_and_corrupted_files_are_refused(tmp_path):
     (lambda d: d.update(version="1"), ["invalid format version '1'"]),
     (lambda d: d.pop("state"), ["no 'state'"]),
     (lambda d: d.update({"class": "fedcore.algorithms.NoSuchModel"}), ["unknown class"]),
-    (lambda d: d["state"]["attrs"]["_models"]["items"]["1"].update({"class": "fedcore.Nope"}),
-     ["DCKMeans._models[1]: unknown class 'fedcore.Nope'"]),
-    (lambda d: d["state"]["attrs"]["_data"]["items"]["0"]["items"][0].update(npz="a99"),
-     ["DCKMeans._data[0][0]: the archive has no array 'a99'"]),
-    (lambda d: d["state"]["attrs"].update(_rng={"ref": 99}), ["DCKMeans._rng: reference 99"]),
-    (lambda d: d["state"]["attrs"]["_rng"]["bit_generator"].update(name="Evil"),
-     ["unknown bit generator 'Evil'"]),
+    (lambda d: _clients(d)[1].update({"class": "fedcore.Nope"}),
+     ["DCKMeans._channel.clients[1]: unknown class 'fedcore.Nope'"]),
+    (lambda d: _clients(d)[0]["attrs"]["X"].update(npz="a99"),
+     ["DCKMeans._channel.clients[0].X: the archive has no array 'a99'"]),
+    (lambda d: d["state"]["attrs"]["_server"]["attrs"].update(rng={"ref": 99}),
+     ["DCKMeans._server.rng: reference 99"]),
+    (lambda d: d["state"]["attrs"]["_server"]["attrs"]["rng"]["bit_generator"].update(
+        name="Evil"), ["unknown bit generator 'Evil'"]),
     (lambda d: d["state"]["attrs"].update(x_={"t": "scalar", "dtype": "O", "hex": ""}),
      ["DCKMeans.x_: dtype 'O' is not allowed"]),
     (lambda d: d["state"]["attrs"].update(x_={"t": "pickle"}), ["unknown node type 'pickle'"]),

@@ -142,7 +142,8 @@ class FederatedEstimator(BaseEstimator):
     in-process one of ``fit``, or a Flower run: :mod:`fedcore.integrations.flower.roles`).
 
     A subclass names its roles in ``server_class`` (built with the estimator's parameters but
-    ``n_jobs``, which it checks) and ``client_class`` (built with ``(X, client_id)``).
+    ``n_jobs``, which it checks) and ``client_class`` (built with ``(X, client_id)``; a role
+    that needs the clients' point ids overrides :meth:`client_role`).
     """
 
     server_class: type = type(None)
@@ -154,8 +155,14 @@ class FederatedEstimator(BaseEstimator):
         params.pop("n_jobs", None)
         return self.server_class(**params)
 
-    def client_role(self, X: ArrayLike, client_id: int = 0) -> ClientRole:
-        """A new client role holding ``X``, the data of client ``client_id``."""
+    def client_role(self, X: ArrayLike, client_id: int = 0, *,
+                    ids: ArrayLike | None = None) -> ClientRole:
+        """A new client role holding ``X``, the data of client ``client_id``.
+
+        ``ids``: the client's global point ids, one per row of ``X`` (None means
+        ``arange(len(X))``), for the roles that need them (DC-KM deletes points by id); the
+        other roles ignore them.
+        """
         return self.client_class(X, client_id)
 
     def fit_over(self, channel: Channel) -> Self:

@@ -103,7 +103,7 @@ def test_message_types_are_registered_by_wire_name():
 
 
 @pytest.mark.parametrize("cls", [fedcore.FeCA, fedcore.KFed, fedcore.MatchAveraging,
-                                 fedcore.FFCM])
+                                 fedcore.FFCM, fedcore.DCKMeans])
 def test_fit_over_a_channel_equals_fit(cls):
     """An estimator's roles, run by hand over an in-process channel, give what fit gives."""
     X, y, _ = fedcore.datasets.make_gaussian_mixture(600, 3, 4, random_state=0)

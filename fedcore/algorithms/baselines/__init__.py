@@ -1,6 +1,7 @@
 """The baselines [MUFC] and [FeCA] compare with: k-FED ([KFED]), DC-k-means ([DCKM]), Match
 Averaging ([MAvg]) and FFCM ([FFCM])."""
-from .dckmeans import DCKMeans
+from .dckmeans import (DCKMCenters, DCKMClient, DCKMeans, DCKMFit, DCKMRemoval, DCKMRemove,
+                       DCKMResult, DCKMServer)
 from .ffcm import (FFCM, FFCMClient, FFCMGlobalCenters, FFCMInitialCenters, FFCMLocalCenters,
                    FFCMResult, FFCMServer, FFCMSetup, fcm_statistics, ffcm, fuzzy_c_means)
 from .kfed import KFed, KFedResult, KFedServer, farthest_point_init, kfed
@@ -11,4 +12,5 @@ __all__ = ["DCKMeans", "FFCM", "FFCMResult", "KFed", "KFedResult", "MatchAveragi
            "MatchAveragingResult", "farthest_point_init", "fcm_statistics", "ffcm",
            "fuzzy_c_means", "kfed", "match_average_centers", "match_averaging", "KFedServer",
            "MatchAveragingServer", "FFCMServer", "FFCMClient", "FFCMSetup", "FFCMInitialCenters",
-           "FFCMGlobalCenters", "FFCMLocalCenters"]
+           "FFCMGlobalCenters", "FFCMLocalCenters", "DCKMServer", "DCKMClient", "DCKMResult",
+           "DCKMRemoval", "DCKMFit", "DCKMRemove", "DCKMCenters"]

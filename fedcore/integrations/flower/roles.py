@@ -221,8 +221,9 @@ def estimator_apps(estimator: Any, data: Mapping[str, Any], *,
     """A ServerApp and a ClientApp that fit a federated estimator on Flower nodes.
 
     Works for every :class:`~fedcore.algorithms.base.FederatedEstimator` (FeCA, k-FED, M-Avg,
-    FFCM, ...): the nodes run its :meth:`client_role` on their own partitions, the server runs a
-    new estimator with the same parameters through :meth:`fit_over`.
+    FFCM, DC-KM, ...): the nodes run its :meth:`client_role` on their own partitions (with their
+    global point ids), the server runs a new estimator with the same parameters through
+    :meth:`fit_over`.
 
     Parameters
     ----------
@@ -258,5 +259,5 @@ def estimator_apps(estimator: Any, data: Mapping[str, Any], *,
     timeout = check_scalar(timeout, "timeout", min_value=0.0, include_min=False)
     cls, params = type(estimator), estimator.get_params()
     return role_apps(lambda channel: cls(**params).fit_over(channel),
-                     lambda X, ids, client_id: cls(**params).client_role(X, client_id), data,
-                     timeout=timeout)
+                     lambda X, ids, client_id: cls(**params).client_role(X, client_id, ids=ids),
+                     data, timeout=timeout)

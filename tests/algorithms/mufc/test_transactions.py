@@ -7,6 +7,7 @@ import pytest
 
 import fedcore
 from fedcore.algorithms.base import all_or_nothing
+from fedcore.algorithms.baselines import dckmeans
 from fedcore.algorithms.mufc import aggregation, coupled, unlearning
 
 
@@ -91,7 +92,7 @@ def test_dckmeans_failed_removal_changes_nothing(monkeypatch):
     before = pickle.dumps(model)
     ids = [int(i) for i in fed.client(1)[1][:3]]
     with monkeypatch.context() as patch:
-        _fail(patch, fedcore.DCKMeans, "_fit_server")
+        _fail(patch, dckmeans.DCKMServer, "_root")  # the server step, after the client's
         with pytest.raises(Injected):
             model.remove(1, ids)
     assert pickle.dumps(model) == before

@@ -9,10 +9,11 @@ pytest.importorskip("flwr", reason="the Flower apps need the optional dependency
 from flwr.app import ConfigRecord, RecordDict  # noqa: E402
 
 import fedcore  # noqa: E402
+from fedcore.algorithms.baselines.dckmeans import DCKMCenters, DCKMFit  # noqa: E402
 from fedcore.algorithms.baselines.ffcm import FFCMLocalCenters, FFCMSetup  # noqa: E402
 from fedcore.algorithms.clients import LocalKMeansSetup  # noqa: E402
 from fedcore.algorithms.feca import FeCACentroids  # noqa: E402
-from fedcore.federation.protocol import ProtocolError  # noqa: E402
+from fedcore.federation.protocol import ProtocolError, stream_state  # noqa: E402
 from fedcore.integrations.flower._common import (arrays_record,  # noqa: E402
                                                  federation_from_settings)
 from fedcore.integrations.flower.roles import decode, encode, estimator_apps  # noqa: E402
@@ -24,7 +25,10 @@ from fedcore.integrations.flower.roles import decode, encode, estimator_apps  # 
     FFCMLocalCenters(np.arange(4, dtype=np.float32).reshape(2, 2), np.array([0.5, 0.25])),
     FFCMSetup(seed=2**62 + 7, n_clusters=3, fuzziness=2.5, max_iter=4, tol=0.0),
     LocalKMeansSetup(seed=1, n_clusters=2, n_init=1, max_iter=5, tol=1e-4, n_local_trials=3),
-], ids=["centroids", "empty", "float32", "setup", "kmeans-setup"])
+    DCKMFit(client_clusters=3, n_init=2, stream=stream_state(np.random.default_rng(2**70))),
+    DCKMCenters(np.arange(6.0).reshape(3, 2), np.array([4, 0, 1]),
+                stream_state(np.random.default_rng(1))),
+], ids=["centroids", "empty", "float32", "setup", "kmeans-setup", "dckm-fit", "dckm-centers"])
 def test_messages_cross_the_wire_unchanged(message):
     got = decode(encode(message))
     assert type(got) is type(message)
@@ -55,10 +59,12 @@ def test_what_is_not_a_known_message_is_refused():
     fedcore.KFed(4, client_clusters=3, random_state=2),
     fedcore.MatchAveraging(4, random_state=3),
     fedcore.FFCM(4, version=2, n_rounds=3, random_state=4),
-], ids=["kfed", "mavg", "ffcm-v2"])
+    fedcore.DCKMeans(4, client_clusters=3, weighted=True, random_state=5),
+], ids=["kfed", "mavg", "ffcm-v2", "dckm"])
 def test_any_federated_estimator_runs_on_flower_as_in_process(estimator):
     """One adapter, every method: the Flower run equals fit, ledger included (FFCM's client
-    roles keep their settings between rounds in the nodes' state)."""
+    roles keep their settings between rounds in the nodes' state; DC-KM's server lends its
+    random stream to one node at a time)."""
     data = {"dataset": "gaussian", "num-partitions": 3, "partition": "iid", "data-seed": 1}
     want = type(estimator)(**estimator.get_params()).fit(federation_from_settings(data))
     apps = estimator_apps(estimator, data, timeout=120)
