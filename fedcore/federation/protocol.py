@@ -174,8 +174,10 @@ class Channel:
                   request_round: int | None = None) -> dict[int, Message]:
         """The same message to every client: ``exchange({l: message for every l},
         round_number, request_round=request_round)``."""
-        return self.exchange({l: message for l in range(self.n_clients)}, round_number,
-                             request_round=request_round)
+        requests = {l: message for l in range(self.n_clients)}
+        if request_round is None:  # also for channels whose exchange predates request_round
+            return self.exchange(requests, round_number)
+        return self.exchange(requests, round_number, request_round=request_round)
 
     def _count(self, requests, replies, round_number, request_round=None):
         for l, message in requests.items():
@@ -191,9 +193,9 @@ class Channel:
 class InProcessChannel(Channel):
     """A channel to client roles held in this process.
 
-    Clients answer on a thread pool of ``n_jobs`` workers (see :func:`run_clients`), each with
-    single-threaded kernels; every client's randomness is fixed before the round, so replies do
-    not depend on ``n_jobs``.
+    Clients answer on a thread pool of ``n_jobs`` workers, each with single-threaded kernels, or
+    in the calling thread when one worker or one client is addressed (see :func:`run_clients`);
+    every client's randomness is fixed before the round, so replies do not depend on ``n_jobs``.
     """
 
     def __init__(self, clients: Sequence[ClientRole], *, n_jobs: int | None = None,
@@ -222,15 +224,18 @@ def _single_threaded_call(fn, l):
 def run_clients(fn: Callable[[int], T], n_clients: int, n_jobs: int | None = None) -> list[T]:
     """``[fn(0), ..., fn(n_clients - 1)]``, client by client or on a thread pool.
 
-    ``n_jobs=None`` uses ``numba.get_num_threads()`` workers (1 runs in the calling thread). Every
-    call runs with single-threaded kernels, and each client's randomness is fixed before the call,
-    so the result does not depend on ``n_jobs`` or on scheduling.
+    ``n_jobs=None`` uses ``numba.get_num_threads()`` workers. On a pool every call runs with
+    single-threaded kernels (parallelism goes over clients); with one worker (or one client) the
+    calls run in the calling thread, whose kernels go parallel where that pays
+    (:func:`~fedcore.kernels.parallel.use_parallel`). Kernels give the same bits on any number of
+    threads and each client's randomness is fixed before the call, so the result does not depend
+    on ``n_jobs`` or on scheduling.
     """
     n_jobs = numba.get_num_threads() if n_jobs is None else check_int(n_jobs, "n_jobs",
                                                                       min_value=1)
     n_jobs = min(n_jobs, n_clients)
-    if n_jobs <= 1:
-        return [_single_threaded_call(fn, l) for l in range(n_clients)]
+    if n_jobs <= 1:  # in the calling thread, whose kernels choose their own threads
+        return [fn(l) for l in range(n_clients)]
     with ThreadPoolExecutor(max_workers=n_jobs) as pool:
         return list(pool.map(lambda l: _single_threaded_call(fn, l), range(n_clients)))
 

@@ -176,3 +176,21 @@ def test_requests_can_be_counted_in_the_round_they_answer():
     assert [(m.round, m.sender, m.receiver) for m in channel.ledger.messages] == [
         (2, SERVER, 0), (3, 0, SERVER), (4, SERVER, 0), (4, SERVER, 1), (5, 0, SERVER),
         (5, 1, SERVER)]
+
+
+def test_clients_on_a_pool_run_single_threaded_kernels_and_alone_the_callers():
+    """On a pool, parallelism goes over clients; one client at a time (a lent stream, n_jobs=1)
+    keeps the calling thread's kernel threads, so a large client's kernels may go parallel."""
+    import numba
+
+    class Threads:
+        def handle(self, message):
+            return Block(np.array([numba.get_num_threads()]), 0.0, np.zeros(0))
+
+    callers = numba.get_num_threads()
+    pool = InProcessChannel([Threads(), Threads()], n_jobs=2).broadcast(Ask(), round_number=0)
+    alone = InProcessChannel([Threads(), Threads()], n_jobs=1).broadcast(Ask(), round_number=0)
+    one = InProcessChannel([Threads(), Threads()], n_jobs=2).exchange({1: Ask()}, round_number=0)
+    assert [int(r.values[0]) for r in pool.values()] == [1, 1]
+    assert [int(r.values[0]) for r in alone.values()] == [callers, callers]
+    assert int(one[1].values[0]) == callers

@@ -105,6 +105,8 @@ class DCKMClient(HorizontalClient):
     client_id : int
     ids : array-like of shape (n_samples,), the global ids of the rows; None means
         ``arange(n_samples)``
+    checked : bool, default=False, ``X`` and ``ids`` come from a checked federation (see
+        :class:`~fedcore.algorithms.clients.HorizontalClient`)
 
     Attributes
     ----------
@@ -113,12 +115,14 @@ class DCKMClient(HorizontalClient):
     centers, labels : the client's k-means, after the first message
     """
 
-    def __init__(self, X: ArrayLike, client_id: int = 0, ids: ArrayLike | None = None) -> None:
-        super().__init__(X, client_id)
+    def __init__(self, X: ArrayLike, client_id: int = 0, ids: ArrayLike | None = None, *,
+                 checked: bool = False) -> None:
+        super().__init__(X, client_id, checked=checked)
         self.X = self.X.copy()
         n = self.X.shape[0]
         self.ids = np.arange(n, dtype=np.int64) if ids is None else \
-            check_ids(ids, f"ids of client {self.client_id}").copy()
+            (np.array(ids) if checked else check_ids(ids, f"ids of client {self.client_id}")
+             .copy())
         if self.ids.shape[0] != n:
             raise ValueError(f"Argument 'ids' of client {self.client_id} holds "
                              f"{self.ids.shape[0]} ids for {n} rows")
@@ -281,7 +285,7 @@ class DCKMeans(FederatedEstimator):
         server = self.server_role()
         federation = check_federation(federation, server.client_clusters, "n_clusters" if
                                       self.client_clusters is None else "client_clusters")
-        channel = InProcessChannel([self.client_role(X_l, l, ids=ids_l)
+        channel = InProcessChannel([DCKMClient(X_l, l, ids_l, checked=True)
                                     for l, (X_l, ids_l) in enumerate(federation)], n_jobs=1)
         self._store_result(server.run(channel))  # validated: only now does the model change
         self._server, self._channel = server, channel
