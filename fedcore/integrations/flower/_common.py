@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._validation import check_int
 from ...federation.horizontal import HorizontalFederation
 from ...federation.vertical import VerticalFederation
 
@@ -147,18 +148,61 @@ def _dataset(cfg):
     return X, y, seed
 
 
+def _int_list(value, name):
+    """A list of ints from a list or a comma-separated string (run configs hold scalars only)."""
+    if isinstance(value, str):
+        items = [v for v in value.replace(" ", "").split(",") if v]
+        try:
+            return [int(v) for v in items]
+        except ValueError:
+            raise ValueError(f"Setting {name!r} must be comma-separated integers, "
+                             f"got {value!r}") from None
+    return [int(v) for v in value]
+
+
 def vertical_from_settings(cfg: Mapping[str, Any]) -> VerticalFederation:
-    """The vertical federation that ``cfg`` describes, built identically on every node: the rows
-    of ``dataset`` (with ``data-seed``, as :func:`federation_from_settings`) split into column
-    blocks of widths ``splits`` (e.g. "2,1,2"; one block per party, ``num-partitions`` of them).
+    """The vertical federation that ``cfg`` describes, built identically on every node.
+
+    Keys: ``dataset``: "fair-blobs" (default; :func:`fedcore.datasets.make_fair_blobs` with
+    ``n-samples``, ``n-features``, ``data-clusters``, ``groups-per-attribute`` (e.g. "2,3"),
+    ``bias`` and ``data-seed``; ``attribute-parties``, e.g. "0,1", names the party holding each
+    sensitive attribute, "" puts attribute a on party a mod num-partitions), or a dataset of
+    :func:`federation_from_settings` ("gaussian", "s1" .. "s4", with ``data-seed``; no sensitive
+    attributes). ``num-partitions``: the parties. The columns go to the parties in consecutive
+    blocks, party j holding block j: of widths ``splits`` (e.g. "4,3,3") when given, else
+    ``num-partitions`` nearly equal blocks.
     """
-    X, _, _ = _dataset(cfg)
-    splits = cfg["splits"]
-    splits = [int(w) for w in (splits.split(",") if isinstance(splits, str) else splits)]
-    if len(splits) != int(cfg["num-partitions"]):
+    n_parties = check_int(cfg.get("num-partitions"), "num-partitions", min_value=1)
+    splits = _int_list(cfg.get("splits") or [], "splits")
+    if splits and len(splits) != n_parties:
         raise ValueError(f"Setting 'splits' must give one width per party (num-partitions = "
-                         f"{int(cfg['num-partitions'])}), got {cfg['splits']!r}")
-    return VerticalFederation.from_columns(X, splits=splits)
+                         f"{n_parties}), got {cfg['splits']!r}")
+    name = str(cfg.get("dataset", "fair-blobs"))
+    if name != "fair-blobs":
+        X, _, _ = _dataset(cfg)
+        return VerticalFederation.from_columns(X, splits or n_parties)
+    from ...datasets import make_fair_blobs
+    d = check_int(cfg.get("n-features", 10), "n-features", min_value=1)
+    if d < n_parties:
+        raise ValueError(f"Setting 'n-features' must be >= num-partitions = {n_parties} (one "
+                         f"column per party at least), got {d}")
+    sizes = _int_list(cfg.get("groups-per-attribute", "2,3"), "groups-per-attribute")
+    data = make_fair_blobs(int(cfg.get("n-samples", 300)), d, int(cfg.get("data-clusters", 3)),
+                           groups_per_attribute=sizes, bias=float(cfg.get("bias", 0.5)),
+                           random_state=int(cfg.get("data-seed", 0)))
+    holders = _int_list(cfg.get("attribute-parties", ""), "attribute-parties") or \
+        [a % n_parties for a in range(len(sizes))]
+    if len(holders) != len(sizes):
+        raise ValueError(f"Setting 'attribute-parties' must name one party per sensitive "
+                         f"attribute ({len(sizes)}), got {holders}")
+    groups = [[] for _ in range(n_parties)]
+    for a, j in enumerate(holders):
+        if not 0 <= j < n_parties:
+            raise ValueError(f"Setting 'attribute-parties' must hold party indices in "
+                             f"[0, {n_parties}), got {j}")
+        groups[j].append(data.groups[a])
+    return VerticalFederation.from_columns(data.X, splits or n_parties,
+                                           groups=[g if g else None for g in groups])
 
 
 def federation_from_settings(cfg: Mapping[str, Any]) -> HorizontalFederation:

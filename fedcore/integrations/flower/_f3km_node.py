@@ -9,73 +9,19 @@ with, overridden by the node's run and node config.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
 from ..._validation import check_array, check_int
 from ...algorithms.f3km.party import CDParty, encode_party_groups, final_center_block
 from ...algorithms.f3km.fair import group_bounds
-from ...federation.vertical import VerticalFederation
-from ._common import arrays_record, read_arrays, settings
+from ._common import arrays_record, read_arrays, settings, vertical_from_settings
 
-__all__ = ["vertical_from_settings", "HANDLERS", "handle_setup", "handle_seed", "handle_init",
+__all__ = ["HANDLERS", "handle_setup", "handle_seed", "handle_init",
            "handle_objectives", "handle_change", "handle_duals", "handle_report",
            "handle_close"]
 
 _STATE = "fedcore-f3km"
-
-
-def _int_list(value, name):
-    """A list of ints from a list or a comma-separated string (run configs hold scalars only)."""
-    if isinstance(value, str):
-        items = [v for v in value.replace(" ", "").split(",") if v]
-        try:
-            return [int(v) for v in items]
-        except ValueError:
-            raise ValueError(f"Setting {name!r} must be comma-separated integers, "
-                             f"got {value!r}") from None
-    return [int(v) for v in value]
-
-
-def vertical_from_settings(cfg: Mapping[str, Any]) -> Any:
-    """The vertical federation that ``cfg`` describes, built identically on every node.
-
-    Keys: ``dataset`` ("fair-blobs": :func:`fedcore.datasets.make_fair_blobs` with
-    ``n-samples``, ``n-features``, ``data-clusters``, ``groups-per-attribute`` (e.g. "2,3"),
-    ``bias`` and ``data-seed``), ``num-partitions`` (parties; the columns are split into that many
-    nearly equal consecutive blocks, party j holding block j), ``attribute-parties`` (e.g. "0,1":
-    the party holding each sensitive attribute; "" puts attribute a on party a mod
-    num-partitions).
-    """
-    from ...datasets import make_fair_blobs
-    name = str(cfg.get("dataset", "fair-blobs"))
-    if name != "fair-blobs":
-        raise ValueError(f"Setting 'dataset' must be 'fair-blobs' (or give each node a "
-                         f"'data-path'), got {name!r}")
-    n_parties = check_int(cfg.get("num-partitions"), "num-partitions", min_value=1)
-    d = check_int(cfg.get("n-features", 10), "n-features", min_value=1)
-    if d < n_parties:
-        raise ValueError(f"Setting 'n-features' must be >= num-partitions = {n_parties} (one "
-                         f"column per party at least), got {d}")
-    sizes = _int_list(cfg.get("groups-per-attribute", "2,3"), "groups-per-attribute")
-    data = make_fair_blobs(int(cfg.get("n-samples", 300)), d, int(cfg.get("data-clusters", 3)),
-                           groups_per_attribute=sizes, bias=float(cfg.get("bias", 0.5)),
-                           random_state=int(cfg.get("data-seed", 0)))
-    holders = _int_list(cfg.get("attribute-parties", ""), "attribute-parties") or \
-        [a % n_parties for a in range(len(sizes))]
-    if len(holders) != len(sizes):
-        raise ValueError(f"Setting 'attribute-parties' must name one party per sensitive "
-                         f"attribute ({len(sizes)}), got {holders}")
-    groups = [[] for _ in range(n_parties)]
-    for a, j in enumerate(holders):
-        if not 0 <= j < n_parties:
-            raise ValueError(f"Setting 'attribute-parties' must hold party indices in "
-                             f"[0, {n_parties}), got {j}")
-        groups[j].append(data.groups[a])
-    return VerticalFederation.from_columns(data.X, n_parties,
-                                           groups=[g if g else None for g in groups])
 
 
 def _local_block(cfg):

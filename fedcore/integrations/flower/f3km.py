@@ -58,10 +58,9 @@ from ...algorithms.f3km.fair import (FairKMeans, check_fair_params, check_has_gr
 from ...federation.ledger import CommLedger
 from ...metrics.fairness import check_fairness_bounds
 from ._common import (DEFAULT_TIMEOUT, FlowerApps, arrays_record, exchange, read_arrays,
-                      require_flwr, settings, wait_for_nodes)
+                      require_flwr, settings, vertical_from_settings, wait_for_nodes)
 from ._f3km_node import (HANDLERS, handle_change, handle_close, handle_duals, handle_init,
-                         handle_objectives, handle_report, handle_seed, handle_setup,
-                         vertical_from_settings)
+                         handle_objectives, handle_report, handle_seed, handle_setup)
 
 __all__ = ["F3KMFlowerResult", "bcdkm_apps", "fair_kmeans_apps", "load_f3km_result",
            "vertical_from_settings",

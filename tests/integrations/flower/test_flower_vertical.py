@@ -11,7 +11,7 @@ import fedcore  # noqa: E402
 from fedcore.algorithms.vfl import Coreset, vkmc_coreset  # noqa: E402
 from fedcore.algorithms.vfl.coreset import CoresetParty, DISServer, LocalScores  # noqa: E402
 from fedcore.algorithms.vfl.distdim import DistDimParty, DistDimServer  # noqa: E402
-from fedcore.integrations.flower._common import vertical_from_settings  # noqa: E402
+from fedcore.integrations.flower import vertical_from_settings  # noqa: E402
 from fedcore.integrations.flower.roles import role_apps  # noqa: E402
 
 DATA = {"dataset": "s1", "num-partitions": 2, "splits": "1,1", "data-seed": 2}
