@@ -179,6 +179,18 @@ class Channel:
             return self.exchange(requests, round_number)
         return self.exchange(requests, round_number, request_round=request_round)
 
+    def post(self, requests: Mapping[int, Message], round_number: int) -> None:
+        """Send one-way messages (a decision the clients act on without answering), counted in
+        round ``round_number``.
+
+        A client role handles posted messages like any other and its replies are dropped (they
+        carry no payload). A channel may hold them and deliver them with its next exchange to the
+        same client, before that exchange's request (the Flower channel does, so a decision costs
+        no round trip of its own): a server posts only what its next request may follow. This
+        implementation sends them at once through :meth:`exchange`.
+        """
+        self.exchange(requests, round_number)
+
     def _count(self, requests, replies, round_number, request_round=None):
         for l, message in requests.items():
             message.record(self.ledger, round_number if request_round is None else request_round,
@@ -214,6 +226,14 @@ class InProcessChannel(Channel):
         replies = dict(zip(addressed, answers))
         self._count(requests, replies, round_number, request_round)
         return replies
+
+    def post(self, requests: Mapping[int, Message], round_number: int) -> None:
+        """One-way messages (see :meth:`Channel.post`), handled at once in the calling thread,
+        client by client; the replies are dropped."""
+        requests = dict(requests)
+        for l, message in requests.items():
+            self.clients[l].handle(message)
+        self._count(requests, {}, round_number)
 
 
 def _single_threaded_call(fn, l):

@@ -45,6 +45,7 @@ MESSAGE_TYPE = "train"
 HELLO = "fedcore.hello"  # the transport's question "which partition are you?"
 _TYPE_KEY = "fedcore-type"
 _STATE = "fedcore-role"
+_POSTED = "fedcore-posted-"  # records of the messages posted before a request
 
 
 def encode(message: Message) -> Any:
@@ -117,14 +118,26 @@ class FlowerChannel(Channel):
     Waits for ``n_clients`` nodes (``timeout`` seconds), asks each for its partition id and maps
     clients to nodes; raises :class:`FlowerRoundError` naming the nodes at fault. Every exchange
     either returns a reply from every addressed client or raises :class:`FlowerRoundError`.
+
+    ``describe(message) -> (action, stage, labels)`` (optional) names an exchange for Flower by
+    its first request: message type ``train.<action>`` (``train`` if the action is ""), the stage
+    a :class:`FlowerRoundError` reports (default: the round number), and scalar labels put in a
+    ``"config"`` record of each request (transport metadata for the nodes' handlers and logs;
+    not part of the message, not counted). The ClientApp must then serve each action (see
+    :func:`client_handler`). Posted messages (:meth:`post`) are held and delivered with the next
+    exchange to the same client, before its request.
     """
 
     def __init__(self, grid: Any, n_clients: int, timeout: float = DEFAULT_TIMEOUT,
-                 ledger: CommLedger | None = None) -> None:
+                 ledger: CommLedger | None = None, *,
+                 describe: Callable[[Message], tuple[str, str, Mapping[str, Any]]] | None = None,
+                 ) -> None:
         self.grid = grid
         self.n_clients = int(n_clients)
         self.timeout = timeout
         self.ledger = CommLedger() if ledger is None else ledger
+        self.describe = describe
+        self._posted: dict[int, list[Any]] = {}
         nodes = wait_for_nodes(grid, self.n_clients, timeout)
         replies = exchange(grid, {node: _hello() for node in nodes}, MESSAGE_TYPE, "hello",
                            timeout)
@@ -132,9 +145,23 @@ class FlowerChannel(Channel):
 
     def exchange(self, requests: Mapping[int, Message], round_number: int, *,
                  request_round: int | None = None) -> dict[int, Message]:
+        from flwr.app import ConfigRecord
         requests = dict(requests)
-        got = exchange(self.grid, {self.nodes[l]: encode(m) for l, m in requests.items()},
-                       MESSAGE_TYPE, round_number, self.timeout)
+        message_type, stage, contents = MESSAGE_TYPE, round_number, {}
+        for l, m in requests.items():
+            content = encode(m)
+            for i, posted in enumerate(self._posted.pop(l, [])):
+                content[f"{_POSTED}{i}.arrays"] = posted["arrays"]
+                content[f"{_POSTED}{i}.scalars"] = posted["scalars"]
+            if self.describe is not None:
+                action, label, labels = self.describe(m)
+                if not contents:
+                    message_type = f"{MESSAGE_TYPE}.{action}" if action else MESSAGE_TYPE
+                    stage = label
+                if labels:
+                    content["config"] = ConfigRecord(dict(labels))
+            contents[self.nodes[l]] = content
+        got = exchange(self.grid, contents, message_type, stage, self.timeout)
         replies, failures = {}, {}
         for l in requests:
             try:
@@ -146,16 +173,40 @@ class FlowerChannel(Channel):
         self._count(requests, replies, round_number, request_round)
         return replies
 
+    def post(self, requests: Mapping[int, Message], round_number: int) -> None:
+        """One-way messages, counted now in round ``round_number`` and delivered with the next
+        exchange to each client (see :meth:`Channel.post`)."""
+        requests = dict(requests)
+        for l, m in requests.items():
+            self._posted.setdefault(l, []).append(encode(m))
+        self._count(requests, {}, round_number)
 
-def client_handler(make_client: Callable[[np.ndarray, np.ndarray, int], ClientRole],
-                   defaults: Mapping[str, Any] | None = None) -> Callable[[Any, Any], Any]:
+
+def _posted_messages(content):
+    """The messages posted before the request in ``content``, in the order they were posted."""
+    out = []
+    while f"{_POSTED}{len(out)}.scalars" in content:
+        i = len(out)
+        out.append(decode({"arrays": content[f"{_POSTED}{i}.arrays"],
+                           "scalars": content[f"{_POSTED}{i}.scalars"]}))
+    return out
+
+
+def client_handler(make_client: Callable[..., ClientRole],
+                   defaults: Mapping[str, Any] | None = None, *,
+                   load: Callable[[Mapping[str, Any]], tuple[Any, ...]] | None = None,
+                   ) -> Callable[[Any, Any], Any]:
     """A ClientApp ``train`` handler running the client role that ``make_client`` builds.
 
     ``make_client(X, ids, client_id)`` is called with the node's partition (see
     :func:`~fedcore.integrations.flower._common.local_partition`) when the first message of a run
-    arrives; ``defaults`` are data settings, overridden by the run and node config. An exception
-    reaches the server as an error reply, which it reports in a :class:`FlowerRoundError` naming
-    this node.
+    arrives, or ``make_client(*load(settings))`` when a loader is given (a role that needs more
+    of the node's data than its rows, e.g. sensitive attributes); ``defaults`` are data settings,
+    overridden by the run and node config. Messages posted before the request
+    (:meth:`FlowerChannel.post`) are handled first, in order, their replies dropped. The handler
+    serves any action (register it under each ``train.<action>`` a channel's ``describe``
+    names). An exception reaches the server as an error reply, which it reports in a
+    :class:`FlowerRoundError` naming this node.
     """
     defaults = dict(defaults or {})
 
@@ -169,10 +220,14 @@ def client_handler(make_client: Callable[[np.ndarray, np.ndarray, int], ClientRo
             return FlowerMessage(reply, reply_to=msg)
         if _STATE in context.state:
             role = pickle.loads(context.state[_STATE]["role"])
+        elif load is not None:
+            role = make_client(*load(cfg))
         else:
             X, ids, pid, _ = local_partition(cfg)
             role = make_client(X, ids, pid)
         with single_threaded_kernels():
+            for posted in _posted_messages(msg.content):
+                role.handle(posted)
             answer = role.handle(decode(msg.content))
         context.state[_STATE] = ConfigRecord({"role": pickle.dumps(role)})
         return FlowerMessage(encode(answer), reply_to=msg)

@@ -1,4 +1,5 @@
 """The generic Flower adapter: any federated estimator's roles on Flower nodes."""
+import dataclasses
 import warnings
 
 import numpy as np
@@ -13,7 +14,8 @@ from fedcore.algorithms.baselines.dckmeans import DCKMCenters, DCKMFit  # noqa: 
 from fedcore.algorithms.baselines.ffcm import FFCMLocalCenters, FFCMSetup  # noqa: E402
 from fedcore.algorithms.clients import LocalKMeansSetup  # noqa: E402
 from fedcore.algorithms.feca import FeCACentroids  # noqa: E402
-from fedcore.federation.protocol import ProtocolError, stream_state  # noqa: E402
+from fedcore.federation.protocol import (InProcessChannel, Message,  # noqa: E402
+                                         ProtocolError, diagnostic, stream_state)
 from fedcore.integrations.flower._common import (arrays_record,  # noqa: E402
                                                  federation_from_settings)
 from fedcore.integrations.flower.roles import decode, encode, estimator_apps  # noqa: E402
@@ -84,3 +86,74 @@ def test_estimator_apps_checks_its_arguments():
         estimator_apps(fedcore.MatchAveraging(4, client_clusters=2), {"num-partitions": 2})
     with pytest.raises(ValueError, match="num-partitions"):
         estimator_apps(fedcore.FFCM(3), {"dataset": "s1"})
+
+
+# ------------------------------------------- posted messages, named exchanges, node loaders
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Add(Message):
+    """One-way: add ``value`` to the client's total."""
+
+    value: int
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Ask(Message):
+    """The client's total, please (an empty request; ``label`` travels, not counted)."""
+
+    label: str = diagnostic(default="")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Total(Message):
+    total: int
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Done(Message):
+    """The (dropped) reply to a posted message."""
+
+
+class _Summer:
+    def __init__(self, start, client_id):
+        self.total, self.client_id = start, client_id
+
+    def handle(self, message):
+        if isinstance(message, _Add):
+            self.total += message.value
+            return _Done()
+        return _Total(self.total)
+
+
+def _post_and_ask(channel):
+    channel.post({0: _Add(1), 1: _Add(2)}, 1)
+    channel.post({0: _Add(3)}, 2)
+    replies = channel.exchange({0: _Ask("first"), 1: _Ask("first")}, 3)
+    return [replies[j].total for j in (0, 1)]
+
+
+def test_posted_messages_arrive_before_the_next_request_and_count_in_their_round(monkeypatch):
+    """FlowerChannel.post holds one-way messages and delivers them with the next exchange
+    (counted when posted, as the in-process channel counts them); ``describe`` names the
+    exchange for Flower; ``load`` builds a node's role from what the loader reads."""
+    from flwr.clientapp import ClientApp
+    from fedcore.integrations.flower.roles import FlowerChannel, client_handler
+    from tests.integrations.flower.loopback import LoopbackGrid, serve_messages
+
+    want = InProcessChannel([_Summer(0, 0), _Summer(10, 1)])
+    assert _post_and_ask(want) == [4, 12]
+    serve_messages(monkeypatch)
+    app = ClientApp()
+    handler = client_handler(lambda start, j: _Summer(start, j),
+                             load=lambda cfg: (10 * int(cfg["partition-id"]),
+                                               int(cfg["partition-id"])))
+    for action in ("default", "ask"):
+        app.train(action)(handler)
+    grid = LoopbackGrid(app, 2)
+    channel = FlowerChannel(grid, 2, timeout=5,
+                            describe=lambda m: ("ask", f"totals ({m.label})", {"label": m.label}))
+    assert _post_and_ask(channel) == [4, 12]
+    assert channel.ledger.messages == want.ledger.messages
+    assert [m.round for m in want.ledger.messages] == [1, 1, 2, 3, 3]
+    message_type, stage, _, content = grid.sent[-2]
+    assert (message_type, stage, content["config"]["label"]) == ("train.ask", "totals (first)",
+                                                                   "first")
