@@ -153,7 +153,8 @@ def check_random_state(random_state, name="random_state"):
 
 def check_int(value, name, *, min_value=None, max_value=None):
     """Return ``value`` as int after checking its type and range."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if type(value) is not int and (isinstance(value, bool)
+                                   or not isinstance(value, numbers.Integral)):
         raise TypeError(f"Argument {name!r} must be an int, got {type(value).__name__} {value!r}")
     value = int(value)
     if min_value is not None and value < min_value:

@@ -158,7 +158,9 @@ def test_shared_objects_stay_shared(tmp_path):
     np.testing.assert_array_equal(loaded.cluster_centers_, d.cluster_centers_)
     m = _round_trip(fedcore.MUFC(3, random_state=0).fit(FED), tmp_path, "m.npz")
     assert m.client_centers_[0] is m._clients[0].seeds_
-    assert all(c.setup is m._aggregator.setup for c in m._aggregator.clients)
+    roles = m._channel.clients  # the client roles share the server's setup and models
+    assert all(r.encoder.setup is m._aggregator.setup for r in roles)
+    assert all(r.model is c for r, c in zip(roles, m._clients)) and len(roles) == 3
     assert m._aggregator.server.setup._directory is m._aggregator.setup._directory
 
 
@@ -199,9 +201,9 @@ def test_state_of_every_kind_round_trips(tmp_path):
     (collections.defaultdict(list), "collections.defaultdict")])
 def test_what_cannot_be_saved_is_named(bad, what, tmp_path):
     model = fedcore.MUFC(3, random_state=0).fit(FED)
-    model._aggregator.clients[1]._cache = bad
-    with pytest.raises(TypeError, match=r"^MUFC\._aggregator\.clients\[1\]\._cache: cannot "
-                                        rf"save .*{what}"):
+    model._channel.clients[1].encoder._cache = bad
+    with pytest.raises(TypeError, match=r"^MUFC\._channel\.clients\[1\]\.encoder\._cache: "
+                                        rf"cannot save .*{what}"):
         model.save(tmp_path / "model.npz")
     assert os.listdir(tmp_path) == []  # nothing written, no temporary file left
     if isinstance(bad, concurrent.futures.Executor):

@@ -43,6 +43,7 @@ ANNOTATED_MODULES = [
     "fedcore.algorithms.mufc.estimators",
     "fedcore.algorithms.mufc.quantize",
     "fedcore.algorithms.mufc.rows",
+    "fedcore.algorithms.mufc.roles",
     "fedcore.algorithms.mufc.server",
     "fedcore.algorithms.mufc.unlearning",
     "fedcore.algorithms.vfl",

@@ -408,5 +408,15 @@ class SCMAClient:
         return SCMAMessage(msg.view(np.uint64), setup_id=s.setup_id, round=round,
                            client_id=self.client_id, participants=participants)
 
+    def round_state(self) -> list[tuple[object, tuple[str, ...], tuple[str, ...]]]:
+        """What encoding a round changes in this client: its used rounds, round keys, prepared
+        masks and cached pair keys.
+
+        Returns ``[(object, deep, shallow)]``: the objects a round changes and the names of their
+        attributes to restore, ``deep`` ones by copy, ``shallow`` ones by reference (see
+        :func:`fedcore.algorithms.base.all_or_nothing`), for a caller that must undo a failed
+        round (MUFC's removals are transactions)."""
+        return [(self, ("_used_rounds", "_rounds"), ("_prepared", "_pair_keys"))]
+
     def __repr__(self):
         return f"SCMAClient(client_id={self.client_id}, setup={self.setup!r})"

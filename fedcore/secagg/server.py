@@ -97,6 +97,16 @@ class SCMAServer:
         self._seen = np.zeros(0, dtype=np.uint64)
         self._seen_from = np.zeros((0, 2), dtype=np.int64)
 
+    def round_state(self) -> list[tuple[object, tuple[str, ...], tuple[str, ...]]]:
+        """What aggregating a round changes in this server: its aggregated rounds and the
+        messages it has seen (replay checks).
+
+        Returns ``[(object, deep, shallow)]``: the objects a round changes and the names of their
+        attributes to restore, ``deep`` ones by copy, ``shallow`` ones by reference (see
+        :func:`fedcore.algorithms.base.all_or_nothing`), for a caller that must undo a failed
+        round (MUFC's removals are transactions)."""
+        return [(self, ("_aggregated_rounds", "_seen", "_seen_from"), ())]
+
     @property
     def aggregated_rounds(self) -> frozenset[int]:
         """The rounds this server has aggregated (each is refused a second time)."""

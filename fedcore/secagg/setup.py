@@ -471,6 +471,17 @@ class SCMASetup:
             self._sim.round_keys(round, self.dropout_threshold, self._directory)
         return self._directory.get(round)
 
+    def round_state(self) -> list[tuple[object, tuple[str, ...], tuple[str, ...]]]:
+        """What encoding a round changes in this setup (its simulated keys' caches, the round
+        keys it relayed) and leaves shared with its public copies and clients, in place.
+
+        Returns ``[(object, deep, shallow)]``: the objects a round changes and the names of their
+        attributes to restore, ``deep`` ones by copy, ``shallow`` ones by reference (see
+        :func:`fedcore.algorithms.base.all_or_nothing`), for a caller that must undo a failed
+        round (MUFC's removals are transactions)."""
+        return [(self, ("_sim",), ("_last_participants",)),
+                (self._directory, ("rounds",), ())]
+
     def __repr__(self):
         space = (f"index_space={self.index_space}" if not self.coordinates
                  else f"n_dims={self.n_dims}, bins={self.bins}")

@@ -1,7 +1,6 @@
 """Summing clients' sparse count vectors: in plaintext, or securely with SCMA (MUFC Alg. 2)."""
 from __future__ import annotations
 
-import time
 from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
@@ -27,7 +26,7 @@ def sum_sparse(vectors: Sequence[tuple[ArrayLike, ArrayLike]],
 
 
 class PlainAggregator:
-    """Clients send their (bin, count) pairs in the clear; the server adds them."""
+    """Clients send their (bin, count) pairs in the clear; the server adds them (its half)."""
 
     def __init__(self, n_clients: int, client_clusters: int, n_bins: int, n_dims: int,
                  rng: np.random.Generator) -> None:
@@ -41,34 +40,24 @@ class PlainAggregator:
                           n_elements=bins.size + counts.size)
         return sum_sparse(list(messages.values()))
 
-    def aggregate(self, vectors: Mapping[int, tuple[np.ndarray, np.ndarray]], round: int,
-                  ledger: CommLedger) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
-        """``vectors``: {client: (bins, counts)}. Returns (bins, counts, timings)."""
-        t0 = time.perf_counter()
-        bins, counts = self.combine(vectors, round, ledger)
-        return bins, counts, {"client_encode": 0.0, "server_decode": time.perf_counter() - t0}
-
 
 class SCMAAggregator:
     """Secure aggregation by SCMA (MUFC Alg. 2): the server sees masked syndromes only.
 
     One :class:`~fedcore.SCMASetup` for the federation: capacity ``client_clusters * n_clients``
     nonzero bins (every client sends at most K' bins), index space ``[0, n_bins)^d``. Each round
-    (fit, then every removal request) every participant encodes its vector with fresh masks,
-    precomputed offline after the previous round for the same participants.
+    (fit, then every removal request) every participant encodes its vector with fresh masks
+    (the client roles, :mod:`fedcore.algorithms.mufc.roles`); this is the server's half. In one
+    process ``setup`` also simulates the clients' keys (dealt to the roles).
     """
 
     def __init__(self, n_clients: int, client_clusters: int, n_bins: int, n_dims: int,
-                 rng: np.random.Generator, *, with_clients: bool = True,
-                 dropout_threshold: int | None = None) -> None:
-        from ...secagg import SCMAClient, SCMASetup, SCMAServer
+                 rng: np.random.Generator, *, dropout_threshold: int | None = None) -> None:
+        from ...secagg import SCMASetup, SCMAServer
         self.setup = SCMASetup(n_clients, client_clusters * n_clients, n_dims=n_dims,
                                bins=n_bins, random_state=rng,
                                dropout_threshold=dropout_threshold)
-        self.clients = [SCMAClient(l, self.setup) for l in range(n_clients)] if with_clients \
-            else []
         self.server = SCMAServer(self.setup.public())
-        self._prepared = None
         self._max_changes = 2 * client_clusters  # one client re-seeding changes <= 2 K' bins
         self._last = None  # (aggregate syndromes, bins, counts) of the previous round
 
@@ -120,30 +109,3 @@ class SCMAAggregator:
         bins, counts = self._decode(total, round)
         return (np.asarray(bins, dtype=np.int64).reshape(-1, self.setup.n_dims),
                 np.asarray(counts, dtype=np.int64))
-
-    def aggregate(self, vectors: Mapping[int, tuple[np.ndarray, np.ndarray]], round: int,
-                  ledger: CommLedger) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
-        """Every participant encodes (client side), then :meth:`combine` (server side)."""
-        participants = sorted(vectors)
-        messages, encode = {}, 0.0
-        stale = self._prepared != (round, tuple(participants))
-        for l in participants:
-            bins, counts = vectors[l]
-            t0 = time.perf_counter()
-            if stale:  # participants changed: the masks must be made now
-                self.clients[l].precompute_mask(round, participants)
-            messages[l] = self.clients[l].encode(bins, counts, round=round,
-                                                 participants=participants)
-            encode = max(encode, time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        bins, counts = self.combine(messages, round, ledger)
-        decode = time.perf_counter() - t0
-        # Masks of the next round are generated offline, between requests (the MUFC paper does
-        # not count noise generation); their cost is reported apart.
-        t0 = time.perf_counter()
-        for l in participants:
-            self.clients[l].precompute_mask(round + 1, participants)
-        self._prepared = (round + 1, tuple(participants))
-        offline = time.perf_counter() - t0
-        return bins, counts, {"client_encode": encode, "server_decode": decode,
-                              "masks_offline": offline}

@@ -1,6 +1,7 @@
 """MUFC: federated k-means with secure aggregation and exact unlearning (MUFC Alg. 1 and 4)."""
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Sequence
@@ -13,12 +14,14 @@ from numpy.typing import ArrayLike
 from ..._validation import (check_array, check_fitted_array, check_ids, check_int,
                              check_random_state, check_scalar)
 from ...federation.horizontal import HorizontalFederation
-from ...federation.ledger import SERVER, CommLedger
+from ...federation.ledger import CommLedger
+from ...federation.protocol import InProcessChannel
 from . import aggregation as _aggregation
 from ..base import BaseEstimator, all_or_nothing, check_is_fitted
 from ..clients import check_federation
 from .coupled import CoupledKMeans
 from .quantize import Quantizer
+from .roles import MUFCClient, SimulatedKeys
 from ..kmeans.lloyd import KMeans, assign
 from .unlearning import UnlearnableKMeans
 
@@ -124,6 +127,8 @@ class MUFC(BaseEstimator):
         complete-retraining latency in the paper's model (slowest client + server)
     """
 
+    _QUANTIZES = True  # the clients send their centers' grid bins (MUFCSetup.quantize)
+
     def __init__(self, n_clusters: int = 8, *, client_clusters: int | None = None,
                  gamma: Literal["auto"] | float = "auto", secure: bool = True,
                  server_data: Literal["weighted", "uniform"] = "weighted",
@@ -161,26 +166,28 @@ class MUFC(BaseEstimator):
             check_scalar(self.gamma, "gamma", min_value=0.0, max_value=1.0, include_min=False)
         check_random_state(self.random_state)
         self._k, self._kp = k, kp  # validated: only now does the model change
-        client_rngs = self._start(federation.client_sizes, federation.n_features, boxes)
-        self._clients, self._vectors, client_times = [], {}, []
-        for l, (X_l, ids_l) in enumerate(federation):
-            t0 = time.perf_counter()
-            self._clients.append(UnlearnableKMeans(self._kp, refine=self._client_refine(),
-                                                   random_state=client_rngs[l])
-                                 .fit(X_l, sample_ids=ids_l))
-            self._vectors[l] = self._client_vector(l)
-            client_times.append(time.perf_counter() - t0)
-        timings = {"client_unlearn": max(client_times)}  # the slowest client's seeding
-        self._aggregate_and_cluster(recluster=True, timings=timings)
-        self.fit_report_ = MUFCRemovalReport(True, True, 0, timings)
+        keys = SimulatedKeys() if self.secure else None
+        roles = [MUFCClient(X_l, l, ids_l, checked=True, keys=keys)
+                 for l, (X_l, ids_l) in enumerate(federation)]
+        channel = InProcessChannel(roles, n_jobs=1)  # the simulated keys are shared: in turn
+        self.fit_report_ = self._server_role().run(channel, keys=keys)
+        self._channel = channel
+        self._clients = [role.model for role in roles]  # the clients' models, for reading
+        self._after_round()
         return self
 
-    def _start(self, sizes, n_features, boxes, *, with_clients=True):
+    def _server_role(self):
+        from .server import MUFCServer
+        return MUFCServer(self)
+
+    def _after_round(self):
+        self.client_centers_ = [self._clients[l].cluster_centers_ for l in self._active]
+
+    def _start(self, sizes, n_features, boxes):
         """The server's set-up of a fit; returns each client's random generator.
 
         ``sizes``: points per client; ``boxes``: each client's (min, max) per feature when the
-        federation agrees on the bounds (None when ``bounds`` is given). Shared by the in-process
-        fit and :mod:`fedcore.integrations.flower` (whose server holds no clients).
+        federation agrees on the bounds (None when ``bounds`` is given).
         """
         sizes = np.asarray(sizes)
         small = np.flatnonzero(sizes < self._kp)
@@ -200,7 +207,6 @@ class MUFC(BaseEstimator):
         if self.secure:
             self._aggregator = _aggregation.SCMAAggregator(
                 sizes.shape[0], self._kp, self._quantizer.n_bins, n_features, rng.spawn(1)[0],
-                with_clients=with_clients,
                 dropout_threshold=self._check_dropout_threshold(sizes.shape[0]))
         else:
             self._aggregator = _aggregation.PlainAggregator(
@@ -252,10 +258,7 @@ class MUFC(BaseEstimator):
         phase = rng.random(n_features) * gamma if self.random_phase else None
         if self.bounds is not None:
             low, high = self.bounds
-        else:  # each client sends its per-feature min and max (2 d floats)
-            for l in range(len(boxes)):
-                self.comm_.record(0, sender=l, receiver=SERVER, kind="bounds",
-                                  n_elements=2 * n_features)
+        else:  # each client sent its per-feature min and max
             low = np.min([b[0] for b in boxes], axis=0)
             high = np.max([b[1] for b in boxes], axis=0)
         return Quantizer.from_bounds(low, high, gamma, phase)
@@ -268,17 +271,7 @@ class MUFC(BaseEstimator):
         """Client centers as the server sees them: their bins' grid points."""
         return self._quantizer.centers(self._quantizer.bins(centers))
 
-    def _client_vector(self, l):
-        return client_vector(self._quantizer, self._clients[l])
-
     # ------------------------------------------------------- aggregation + server
-    def _aggregate_and_cluster(self, recluster, timings):
-        bins, counts, stage_times = self._aggregator.aggregate(
-            {l: self._vectors[l] for l in self._active}, self.n_rounds_, self.comm_)
-        timings.update(stage_times)
-        self._publish(bins, counts, recluster, timings)
-        self.client_centers_ = [self._clients[l].cluster_centers_ for l in self._active]
-
     def _publish(self, bins, counts, recluster, timings):
         """Server: keep the decoded sum and re-cluster it when asked (Alg. 1 lines 6-7)."""
         self.aggregate_ = (bins, counts)
@@ -316,10 +309,27 @@ class MUFC(BaseEstimator):
         return model.fit(points, sample_weight=weights).cluster_centers_
 
     # -------------------------------------------------------------- unlearning
-    # What a round changes at the server: restored by :func:`all_or_nothing` when it fails.
-    _ROUND_DEEP = ("_server_rng", "_coupled", "_aggregator")
-    _ROUND_SHALLOW = ("n_rounds_", "_vectors", "_active", "aggregate_", "cluster_centers_",
-                      "client_centers_")
+    # What a round changes at the server: restored by :meth:`_transaction` when it fails.
+    _ROUND_DEEP = ("_server_rng", "_coupled")
+    _ROUND_SHALLOW = ("n_rounds_", "_active", "aggregate_", "cluster_centers_", "client_centers_")
+
+    @contextlib.contextmanager
+    def _transaction(self, removing=None):
+        """A removal round as one transaction: if it fails, the server (its random stream,
+        coupled k-means, aggregator and SCMA setup, restored in place so that the client roles
+        still share them), the ledger and every participant's role (and the model of client
+        ``removing``) are left bit for bit as they were."""
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(all_or_nothing(self, self._ROUND_DEEP, self._ROUND_SHALLOW))
+            aggregator = self._aggregator
+            if self.secure:  # in place: the client roles share the setup with the server
+                stack.enter_context(all_or_nothing(aggregator, shallow=("_last",)))
+                for obj, deep, shallow in (aggregator.server.round_state()
+                                           + aggregator.setup.round_state()):
+                    stack.enter_context(all_or_nothing(obj, deep, shallow))
+            for l in self._active:
+                stack.enter_context(self._channel.clients[l].transaction(l == removing))
+            yield
 
     def remove(self, client_id: int, ids: ArrayLike) -> MUFCRemovalReport:
         """Remove points ``ids`` (global point ids) held by client ``client_id`` ([MUFC] Alg. 4,
@@ -335,23 +345,16 @@ class MUFC(BaseEstimator):
         l = check_int(client_id, "client_id", min_value=0, max_value=len(self._clients) - 1)
         if l not in self._active:
             raise ValueError(f"Argument 'client_id': client {l} was removed")
-        client = self._clients[l]
-        n_ids = check_ids(ids, "ids").shape[0]
-        left = sum(self._clients[c].n_samples_ for c in self._active) - n_ids
+        ids = check_ids(ids, "ids")
+        left = sum(self._clients[c].n_samples_ for c in self._active) - ids.shape[0]
         if left < self._k:
-            raise ValueError(f"Argument 'ids': removing {n_ids} point(s) would leave {left} "
-                             f"point(s) in the federation, fewer than n_clusters = {self._k}")
-        with all_or_nothing(self, self._ROUND_DEEP, self._ROUND_SHALLOW), \
-                all_or_nothing(client, client.REMOVAL_DEEP, client.REMOVAL_SHALLOW):
-            timings = {}
-            t0 = time.perf_counter()
-            result = client.remove(ids)
-            self._vectors[l] = self._client_vector(l)
-            timings["client_unlearn"] = time.perf_counter() - t0
-            recluster = self.server_update != "lazy" or result.retrained
-            self.n_rounds_ += 1
-            self._aggregate_and_cluster(recluster, timings)
-        return MUFCRemovalReport(result.retrained, recluster, result.n_removed, timings)
+            raise ValueError(f"Argument 'ids': removing {ids.shape[0]} point(s) would leave "
+                             f"{left} point(s) in the federation, fewer than n_clusters = "
+                             f"{self._k}")
+        with self._transaction(removing=l):
+            report = self._server_role().run_removal(self._channel, l, ids)
+            self._after_round()
+        return report
 
     def remove_clients(self, client_ids: ArrayLike) -> MUFCRemovalReport:
         """Remove every point of the given clients ([MUFC] Alg. 4, cross-device): their vectors
@@ -359,15 +362,12 @@ class MUFC(BaseEstimator):
         as :meth:`remove`."""
         check_is_fitted(self, "_clients")
         sizes = {l: self._clients[l].n_samples_ for l in self._active}
-        ids, remaining = self._check_client_removal(client_ids, sizes)
-        n_removed = sum(sizes[l] for l in ids)
-        with all_or_nothing(self, self._ROUND_DEEP, self._ROUND_SHALLOW):
-            self._active = remaining
-            self._vectors = {l: v for l, v in self._vectors.items() if l not in set(ids)}
-            timings = {}
-            self.n_rounds_ += 1
-            self._aggregate_and_cluster(True, timings)
-        return MUFCRemovalReport(False, True, int(n_removed), timings)
+        ids, _ = self._check_client_removal(client_ids, sizes)
+        with self._transaction():
+            report = self._server_role().run_client_removal(self._channel, ids,
+                                                            sum(sizes[l] for l in ids))
+            self._after_round()
+        return report
 
     def _check_client_removal(self, client_ids, sizes):
         """Validated (ids to remove, remaining clients); ``sizes``: {active client: points}."""
@@ -455,6 +455,38 @@ class MUFC(BaseEstimator):
                                  f"{client.n_features_in_} features")
         if self._coupled is not None:
             self._coupled.check_state()
+        if "_channel" not in self.__dict__:
+            self._give_roles()
+        roles = self._channel.clients
+        if not (isinstance(self._channel, InProcessChannel) and len(roles) == len(clients)
+                and all(isinstance(r, MUFCClient) and r.model is c
+                        for r, c in zip(roles, clients))):
+            raise ValueError(f"The state of this {name} is inconsistent: its client roles")
+
+    def _give_roles(self):
+        """A model saved before MUFC ran on client roles kept each client's vector in
+        ``_vectors`` and its encoder in the aggregator: build the roles from them."""
+        keys = SimulatedKeys()
+        aggregator = self._aggregator
+        encoders = getattr(aggregator, "clients", [])
+        if self.secure:
+            keys.setup = aggregator.setup
+        prepared = getattr(aggregator, "_prepared", None)
+        roles = []
+        for l, model in enumerate(self._clients):
+            role = MUFCClient(np.empty((0, model.n_features_in_)), l,
+                              np.empty(0, dtype=np.int64), checked=True, keys=keys)
+            role.X = role.ids = None  # as after a set-up: the model holds the points
+            role.model, role.vector = model, self.__dict__.get("_vectors", {}).get(l)
+            role.quantizer = self._quantizer if self._QUANTIZES else None
+            role.encoder = encoders[l] if self.secure else None
+            if prepared is not None and l in prepared[1]:
+                role.prepared = prepared
+            roles.append(role)
+        for name in ("clients", "_prepared"):
+            aggregator.__dict__.pop(name, None)
+        self.__dict__.pop("_vectors", None)
+        self._channel = InProcessChannel(roles, n_jobs=1, ledger=self.comm_)
 
     def client_model(self, client_id: int) -> UnlearnableKMeans:
         """Client ``client_id``'s exact-unlearning k-means++ model
@@ -490,18 +522,6 @@ def _check_bounds_contain(bounds, boxes):
                              f"[{float(low[j])}, {float(high[j])}]")
 
 
-def client_vector(quantizer, client):
-    """A client's sparse vector q^(l) (Alg. 1 line 4): (bins, counts) of its quantized centers
-    (its seeds, or its Lloyd centers when it refines), counts = cluster sizes, from a fitted
-    :class:`UnlearnableKMeans` ``client``."""
-    bins = quantizer.bins(client.cluster_centers_)
-    uniq, inverse = np.unique(bins, axis=0, return_inverse=True)
-    counts = np.bincount(inverse.ravel(), weights=client.cluster_sizes_,
-                         minlength=uniq.shape[0]).astype(np.int64)
-    keep = counts > 0
-    return uniq[keep], counts[keep]
-
-
 class SimplifiedFC(MUFC):
     """Simplified federated k-means (MUFC Appendix I, Alg. 5): no quantization, no secure sum.
 
@@ -519,6 +539,8 @@ class SimplifiedFC(MUFC):
                          server_n_init=server_n_init, server_update=server_update,
                          random_state=random_state)
 
+    _QUANTIZES = False  # the clients send their centers (MUFCSetup.quantize)
+
     def _make_quantizer(self, n, n_features, boxes, rng):
         return _NoQuantizer()
 
@@ -527,12 +549,6 @@ class SimplifiedFC(MUFC):
 
     def _server_view(self, centers):
         return centers
-
-    def _client_vector(self, l):
-        client = self._clients[l]
-        keep = client.cluster_sizes_ > 0
-        return (client.cluster_centers_[keep].astype(np.float64),
-                client.cluster_sizes_[keep])
 
 
 class _NoQuantizer:

@@ -11,7 +11,7 @@ from ..._validation import check_array, check_scalar
 if sys.version_info >= (3, 11):
     from typing import Self
 
-__all__ = ["Quantizer"]
+__all__ = ["Quantizer", "client_vector"]
 
 
 class Quantizer:
@@ -78,3 +78,15 @@ class Quantizer:
         reps = np.repeat(np.arange(coords.shape[0]), np.asarray(counts, dtype=np.int64))
         offset = rng.random((reps.shape[0], coords.shape[1])) - 0.5
         return self.low + self.scale * ((coords[reps] + offset) * self.gamma - self.phase)
+
+
+def client_vector(quantizer: Quantizer, client: object) -> tuple[np.ndarray, np.ndarray]:
+    """A client's sparse vector q^(l) ([MUFC] Alg. 1 line 4): (bins, counts) of its quantized
+    centers (its seeds, or its Lloyd centers when it refines), counts = cluster sizes, from a
+    fitted :class:`~fedcore.algorithms.mufc.unlearning.UnlearnableKMeans` ``client``."""
+    bins = quantizer.bins(client.cluster_centers_)
+    uniq, inverse = np.unique(bins, axis=0, return_inverse=True)
+    counts = np.bincount(inverse.ravel(), weights=client.cluster_sizes_,
+                         minlength=uniq.shape[0]).astype(np.int64)
+    keep = counts > 0
+    return uniq[keep], counts[keep]

@@ -4,8 +4,8 @@ The server is a :class:`fedcore.algorithms.mufc.server.MUFCServer` (the server h
 :class:`fedcore.MUFC` estimator that holds no clients): it sets up the quantizer and SCMA, decodes
 and clusters with exactly the code of the in-process fit. Each node is one client: it reads its own
 data (never sent by the server), runs :class:`fedcore.UnlearnableKMeans` and sends the vector of
-:func:`fedcore.algorithms.mufc.client_vector` SCMA-encoded. With the same seed a Flower run returns
-the model of ``MUFC.fit`` / ``remove`` / ``remove_clients`` bit for bit.
+:func:`fedcore.algorithms.mufc.quantize.client_vector` SCMA-encoded. With the same seed a Flower
+run returns the model of ``MUFC.fit`` / ``remove`` / ``remove_clients`` bit for bit.
 
 Rounds (one Flower message per node each; a failure anywhere raises
 :class:`~fedcore.integrations.flower.FlowerRoundError` and publishes nothing):
@@ -47,8 +47,8 @@ from numpy.typing import ArrayLike
 
 from ..._validation import check_array
 from ...algorithms.kmeans.lloyd import assign
-from ...algorithms.mufc.estimators import MUFC, client_vector
-from ...algorithms.mufc.quantize import Quantizer
+from ...algorithms.mufc.estimators import MUFC
+from ...algorithms.mufc.quantize import Quantizer, client_vector
 from ...algorithms.mufc.server import MUFCServer
 from ...algorithms.mufc.unlearning import UnlearnableKMeans
 from ...federation.ledger import SERVER

@@ -254,7 +254,8 @@ def test_secure_server_receives_only_masked_syndromes():
     assert sorted(seen) == list(range(10))
     for l, msg in seen.items():
         assert msg.dtype == np.uint64 and msg.shape == (agg.setup.message_length,)
-        plain = agg.clients[l].syndromes(*m._vectors[l])
+        client = m._channel.clients[l]  # the client's role: its encoder and its vector
+        plain = client.encoder.syndromes(*client.vector)
         assert not np.array_equal(np.asarray(plain, dtype=np.uint64), msg)
     ups = [msg for msg in m.comm_.messages if msg.kind == "scma_syndromes"]
     assert len(ups) == 20  # two rounds, ten clients, every client re-sends

@@ -22,7 +22,7 @@ def _federation(n_clients):
 
 def _in_process(estimator, fed, removals):
     model = MUFC(**estimator.get_params()).fit(fed)
-    vectors = {l: model._vectors[l] for l in model._active}
+    vectors = {l: model._channel.clients[l].vector for l in model._active}  # the roles' vectors
     for client, ids in removals:
         if ids is None:
             model.remove_clients([client])
@@ -119,7 +119,7 @@ def test_100_clients_server_receives_masked_messages_only(monkeypatch):
         assert set(content["status"].keys()) == {"seconds-unlearn", "seconds-encode"}
         if stage == "round 0":  # the syndromes the client would send unmasked
             l = node_of.index(node)
-            plain = model._aggregator.clients[l].syndromes(*vectors[l]).view(np.uint64)
+            plain = model._channel.clients[l].encoder.syndromes(*vectors[l]).view(np.uint64)
             assert not np.array_equal(message, plain)
             assert np.mean(message == plain) < 0.01
 
