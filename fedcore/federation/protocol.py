@@ -57,6 +57,8 @@ __all__ = ["Message", "diagnostic", "message_type", "type_name", "expect", "Clie
            "resume_stream"]
 
 _TYPES: dict[str, type] = {}
+_PAYLOAD: dict[type, tuple[tuple[str, ...], Any]] = {}
+_SIZE = "_fedcore_size"  # where a message keeps its size once computed
 T = TypeVar("T")
 M = TypeVar("M", bound="Message")
 
@@ -93,16 +95,25 @@ class Message:
         return value.dtype.itemsize * 8 if isinstance(value, np.ndarray) else 64
 
     def size(self) -> tuple[int, int]:
-        """``(n_elements, n_bits)`` of the payload (every field that is not diagnostic)."""
+        """``(n_elements, n_bits)`` of the payload (every field that is not diagnostic);
+        computed once per message (a message sent to every client is counted once per client)."""
+        known = self.__dict__.get(_SIZE)
+        if known is not None:
+            return known
+        names, widths = _payload_names(type(self))
         elements = bits = 0
-        for f in dataclasses.fields(self):
-            if f.metadata.get("diagnostic"):
-                continue
-            value = getattr(self, f.name)
-            n = int(value.size) if isinstance(value, np.ndarray) else 1
+        for name in names:
+            value = getattr(self, name)
+            if isinstance(value, np.ndarray):
+                n = int(value.size)
+                width = value.dtype.itemsize * 8 if widths is None else \
+                    widths(self, name, value)
+            else:
+                n, width = 1, 64 if widths is None else widths(self, name, value)
             elements += n
-            bits += n * self.bits_per_element(f.name, value)
-        return elements, bits
+            bits += n * width
+        known = self.__dict__[_SIZE] = (elements, bits)  # a frozen message keeps its size
+        return known
 
     def record(self, ledger: CommLedger, round_number: int, sender: int | str,
                receiver: int | str) -> None:
@@ -110,10 +121,21 @@ class Message:
         if not self.counted:
             return
         n_elements, n_bits = self.size()
-        if n_elements:
-            ledger.record(round_number, sender=sender, receiver=receiver,
-                          kind=self.kind or type(self).__name__, n_elements=n_elements,
-                          n_bits=n_bits)
+        if n_elements:  # counts measured here: the ledger need not check them again
+            ledger._add(round_number, sender, receiver, self.kind or type(self).__name__,
+                        n_elements, n_bits)
+
+
+def _payload_names(cls):
+    """The names of the payload fields of message class ``cls`` and its ``bits_per_element``
+    if it overrides Message's (else None), computed once per class."""
+    known = _PAYLOAD.get(cls)
+    if known is None:
+        widths = cls.bits_per_element
+        known = _PAYLOAD[cls] = (tuple(f.name for f in dataclasses.fields(cls)
+                                       if not f.metadata.get("diagnostic")),
+                                 None if widths is Message.bits_per_element else widths)
+    return known
 
 
 def type_name(cls: type) -> str:
@@ -192,14 +214,15 @@ class Channel:
         self.exchange(requests, round_number)
 
     def _count(self, requests, replies, round_number, request_round=None):
+        ledger = self.ledger
+        down = round_number if request_round is None else request_round
         for l, message in requests.items():
-            message.record(self.ledger, round_number if request_round is None else request_round,
-                           SERVER, l)
+            message.record(ledger, down, SERVER, l)
         for l, reply in replies.items():
             if not isinstance(reply, Message):
                 raise ProtocolError(f"Client {l} replied with a {type(reply).__name__}, "
                                     "not a Message")
-            reply.record(self.ledger, round_number, l, SERVER)
+            reply.record(ledger, round_number, l, SERVER)
 
 
 class InProcessChannel(Channel):
@@ -220,10 +243,14 @@ class InProcessChannel(Channel):
     def exchange(self, requests: Mapping[int, Message], round_number: int, *,
                  request_round: int | None = None) -> dict[int, Message]:
         requests = dict(requests)
-        addressed = list(requests)
-        answers = run_clients(lambda i: self.clients[addressed[i]].handle(requests[addressed[i]]),
-                              len(addressed), self.n_jobs)
-        replies = dict(zip(addressed, answers))
+        if self.n_jobs == 1:  # as run_clients with one worker, without its per-call set-up
+            replies = {l: self.clients[l].handle(m) for l, m in requests.items()}
+        else:
+            addressed = list(requests)
+            answers = run_clients(
+                lambda i: self.clients[addressed[i]].handle(requests[addressed[i]]),
+                len(addressed), self.n_jobs)
+            replies = dict(zip(addressed, answers))
         self._count(requests, replies, round_number, request_round)
         return replies
 

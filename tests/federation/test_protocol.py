@@ -194,3 +194,18 @@ def test_clients_on_a_pool_run_single_threaded_kernels_and_alone_the_callers():
     assert [int(r.values[0]) for r in pool.values()] == [1, 1]
     assert [int(r.values[0]) for r in alone.values()] == [callers, callers]
     assert int(one[1].values[0]) == callers
+
+
+def test_one_message_sent_to_every_client_counts_once_per_client_on_one_worker():
+    """A message measures itself once (its size is kept), yet a broadcast counts it for each
+    client; one worker answers in the calling thread, as a pool would, with the same ledger."""
+    message = Block(np.arange(4.0), 0.5, np.zeros(1))
+    assert message.size() is message.size() and message.size() == (5, 320)
+    ledgers = []
+    for n_jobs in (1, 3):
+        channel = InProcessChannel([Doubler(l) for l in range(3)], n_jobs=n_jobs)
+        channel.broadcast(message, 4)
+        ledgers.append(channel.ledger.messages)
+    assert ledgers[0] == ledgers[1] and len(ledgers[0]) == 6
+    with pytest.raises(ValueError, match="'round' must be >= 0"):
+        message.record(CommLedger(), -1, SERVER, 0)
