@@ -1,16 +1,19 @@
 """Coordinate-descent k-means: CDKM, BCDKM and DisBCDKM ([F3KM] Alg. 1, 2 and 3).
 
-The pieces are shared with :mod:`fedcore.algorithms.f3km.fair` (F3KM) and with the Flower apps
-(:mod:`fedcore.integrations.flower.f3km`): parties (:mod:`._cd_party`), each holding a block of
-columns, its cached statistics and (optionally) protected groups, and a server
-(:mod:`._cd_server`) that sums their objectives ([F3KM] eq. (18)) and makes every decision. One
-party with all columns is the single-machine case and runs whole sweeps inside one kernel
-(:func:`fedcore.kernels.cd.kmeans.bcd_sweep`); several parties (a ``VerticalFederation``) run the
-same kernels range by range, every message recorded in a :class:`~fedcore.federation.CommLedger`.
+The fits run the protocol roles of :mod:`fedcore.algorithms.f3km.party` (one
+:class:`~fedcore.algorithms.f3km.party.F3KMParty` per party, each holding a block of columns, its
+cached statistics and, for F3KM, its protected groups) and
+:class:`~fedcore.algorithms.f3km.server.F3KMServer` (sums of the parties' objectives,
+[F3KM] eq. (18), and every decision) over an
+:class:`~fedcore.federation.protocol.InProcessChannel`; the Flower apps
+(:mod:`fedcore.integrations.flower.f3km`) run the same roles on nodes. One party with all columns
+is the single-machine case: it runs whole sweeps inside one kernel
+(:func:`fedcore.kernels.cd.kmeans.bcd_sweep`) and keeps no ledger; several parties (a
+``VerticalFederation``) run the same kernels range by range, every message counted by the channel
+in a :class:`~fedcore.federation.CommLedger`.
 """
 from __future__ import annotations
 
-import math
 import sys
 from typing import Any, Literal
 
@@ -19,28 +22,18 @@ from numpy.typing import ArrayLike
 
 from ..._validation import (check_array, check_fitted_array, check_fitted_centers, check_int,
                            check_random_state, check_weighted_range)
-from ...federation.ledger import CommLedger
+from ...federation.protocol import InProcessChannel
 from ...federation.vertical import VerticalFederation
 from ...kernels.kmeans.distances import assign_nearest
 from ..base import BaseEstimator, check_is_fitted
-from .party import CDParty, LocalParties, final_center_block
-from .server import SweepServer, run_bcd
+from .party import F3KMParty
+from .server import F3KMServer, check_n_clusters, resolve_block_size
 from ..kmeans.seeding import seed_lazy
 
 if sys.version_info >= (3, 11):
     from typing import Self
 
 __all__ = ["CDKM", "BCDKM", "bcd_kmeans"]
-
-
-def resolve_block_size(block_size, n):
-    if isinstance(block_size, str):
-        if block_size != "auto":
-            raise ValueError(f"Argument 'block_size' must be 'auto' or a positive int, "
-                             f"got {block_size!r}")
-        return max(1, math.ceil(n / 4))
-    size = check_int(block_size, "block_size", min_value=1)
-    return min(size, n)
 
 
 def _check_data(X):
@@ -57,40 +50,26 @@ def _check_data(X):
     return [X], None
 
 
-def _initial_labels(arrays, fed, k, rng):
-    """k-means++ seeding ([F3KM] Alg. 1-4 line 1) and the nearest-seed labels, on the joined rows.
+def _initial_labels(X, k, rng):
+    """k-means++ seeding ([F3KM] Alg. 1-4 line 1) and the nearest-seed labels of a single
+    machine's rows ``X``; a federation seeds by vertical k-means++ over the channel
+    (:class:`~fedcore.algorithms.f3km.server.F3KMServer`).
 
     Returns ``(labels, rows)``: the seeds are rows ``rows`` of the data.
     """
-    X = fed.to_array() if fed is not None else arrays[0]
-    n = X.shape[0]
-    check_n_clusters(k, n)
-    rows, labels, _ = seed_lazy(X, np.ones(n), rng, k)
+    rows, labels, _ = seed_lazy(X, np.ones(X.shape[0]), rng, k)
     return np.ascontiguousarray(labels, dtype=np.int64), rows
 
 
-def check_n_clusters(k, n):
-    if k > n:
-        raise ValueError(f"Argument 'n_clusters' must be <= n_samples = {n}, got {k}")
-
-
-def _final_centers(arrays, labels, k, rows):
-    """Cluster means (seed of an empty cluster kept) and the exact SSE, one pass per party."""
-    blocks, parts = [], []
-    counts = None
-    for X in arrays:
-        block, part, counts = final_center_block(X, labels, k, rows)
-        blocks.append(block)
-        parts.append(part)
-    return join_blocks(blocks, parts) + (counts,)
-
-
-def join_blocks(blocks, sse_parts):
-    """The parties' center blocks side by side and their SSE parts summed in party order."""
-    sse = 0.0
-    for part in sse_parts:
-        sse += part
-    return np.hstack(blocks), sse
+def run_in_process(server, arrays, fed, k, rng, encoded=None):
+    """``server.run`` over an :class:`~fedcore.federation.protocol.InProcessChannel` of one
+    :class:`~fedcore.algorithms.f3km.party.F3KMParty` per party (``encoded``: each party's
+    sensitive attributes as :func:`~fedcore.algorithms.f3km.party.encode_party_groups` returns
+    them); a single machine (``fed`` None) is seeded on its rows here."""
+    initial = _initial_labels(arrays[0], k, rng) if fed is None else None
+    encoded = [None] * len(arrays) if encoded is None else encoded
+    roles = [F3KMParty(A, None, j, encoded=e) for j, (A, e) in enumerate(zip(arrays, encoded))]
+    return server.run(InProcessChannel(roles, n_jobs=1), initial)
 
 
 def bcd_kmeans(X: ArrayLike | VerticalFederation, n_clusters: int, *,
@@ -107,16 +86,9 @@ def bcd_kmeans(X: ArrayLike | VerticalFederation, n_clusters: int, *,
     rng = check_random_state(random_state)
     n = arrays[0].shape[0]
     nb = resolve_block_size(block_size, n)
-    labels, rows = _initial_labels(arrays, fed, k, rng)
-    ledger = CommLedger() if fed is not None else None
-    parties = [CDParty(A, k, labels) for A in arrays]
-    server = SweepServer(LocalParties(parties), labels, k, nb,
-                         sum(p.total_sumsq for p in parties), ledger)
-    history, n_iter, ranges = run_bcd(server, server.parties, max_iter)
-    centers, sse, _ = _final_centers(arrays, labels, k, rows)
-    return {"labels": labels, "centers": centers, "inertia": sse, "n_iter": n_iter,
-            "objective_history": history, "n_ranges": ranges, "comm": ledger,
-            "block_size": nb, "dtype": arrays[0].dtype}
+    check_n_clusters(k, n)
+    server = F3KMServer(k, nb, max_iter, rng, keep_ledger=fed is not None)
+    return run_in_process(server, arrays, fed, k, rng)
 
 
 # Fitted attributes of BCDKM and FairKMeans: result key -> attribute name
@@ -172,9 +144,11 @@ class BCDKM(BaseEstimator):
     lowest-index such cluster; if a block's moves together do not lower the objective, the block is
     split in two halves, processed in order (a Jacobi step can raise [F3KM] eq. (4); the split
     keeps every sweep monotone and reduces to CDKM in the worst case). Each extra half costs one
-    round on a federation. The seeding runs on the joined rows (simulated; the ledger records what
-    a vertical k-means++ would send). The same fit runs with one Flower node per party, the
-    seeding then truly vertical: :func:`fedcore.integrations.flower.f3km.bcdkm_apps`.
+    round on a federation. On a federation the seeding is vertical k-means++: one round per
+    center, the parties' partial squared distances summed by the server, which makes the draws of
+    k-means++ on the joined rows (the same rows unless two distances tie within rounding). The
+    same fit runs with one Flower node per party:
+    :func:`fedcore.integrations.flower.f3km.bcdkm_apps`.
 
     Parameters
     ----------

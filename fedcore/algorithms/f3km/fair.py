@@ -5,8 +5,8 @@ F3KM solves [F3KM] eq. (20): minimize the k-means objective subject to
 ``beta_l <= p_l^T f_j / f_j^T f_j <= alpha_l`` for every cluster ``j`` and protected group ``l``,
 by ADMM on [F3KM] eq. (24): the F-step is a BCD sweep on the Lagrangian ([F3KM] eqs. (26)-(30),
 kernels in :mod:`fedcore.kernels.cd.kmeans`), then Theta by [F3KM] eq. (31) and U by
-[F3KM] eq. (32). The parties' steps are in :mod:`._cd_party`, the server's in
-:mod:`._cd_server`; the Flower apps (:mod:`fedcore.integrations.flower.f3km`) run the same ones.
+[F3KM] eq. (32). The parties' steps are the role of :mod:`.party`, the server's that of
+:mod:`.server`; the Flower apps (:mod:`fedcore.integrations.flower.f3km`) run the same roles.
 """
 from __future__ import annotations
 
@@ -18,14 +18,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..._validation import check_int, check_random_state, check_scalar
-from ...federation.ledger import CommLedger
 from ...federation.vertical import VerticalFederation
-from ...metrics.fairness import check_fairness_bounds
 from ..base import BaseEstimator
-from .party import CDParty, LocalParties, encode_party_groups
-from .server import STOP_RULES, SweepServer, combine_balance, run_admm
-from .cdkm import (_check_data, _final_centers, _initial_labels, resolve_block_size,
-                   _store_bcd_result)
+from .party import encode_party_groups, group_bounds
+from .server import STOP_RULES, F3KMServer, check_has_groups, check_n_clusters
+from .cdkm import _check_data, resolve_block_size, run_in_process, _store_bcd_result
 
 if sys.version_info >= (3, 11):
     from typing import Self
@@ -33,25 +30,15 @@ if sys.version_info >= (3, 11):
 __all__ = ["FairKMeans", "fair_kmeans"]
 
 
-def _group_layout(groups, fed, n):
-    """Per party: (codes or None, number of groups, eta of its groups)."""
+def _group_layout(groups, fed):
+    """Each party's sensitive attributes: the federation's, or ``groups`` on a single machine."""
     if fed is not None:
         if groups is not None:
             raise ValueError("Argument 'groups' must be None when fitting a VerticalFederation "
                              "(each party's sensitive attributes come from the federation), got "
                              f"{type(groups).__name__}")
-        per_party = [fed.groups(j) for j in range(fed.n_parties)]
-    else:
-        per_party = [groups]
-    layout = [encode_party_groups(attrs, n) for attrs in per_party]
-    check_has_groups(sum(L for _, L, _ in layout))
-    return layout
-
-
-def check_has_groups(n_groups):
-    if n_groups == 0:
-        raise ValueError("FairKMeans needs at least one sensitive attribute: argument 'groups' "
-                         "(or the federation's groups) holds none")
+        return [fed.groups(j) for j in range(fed.n_parties)]
+    return [groups]
 
 
 def check_fair_params(delta, rho, rho_schedule, violation, max_iter, tol):
@@ -76,19 +63,6 @@ def check_stop(stop):
     return stop
 
 
-def group_bounds(eta, delta, alpha=None, beta=None):
-    """``(alpha, beta)`` of [F3KM] eq. (20) for groups with shares ``eta``: ``eta / (1 - delta)``
-    and ``eta (1 - delta)`` ([F3KM] Section 5.1) unless given explicitly (one entry per group)."""
-    L = eta.shape[0]
-    alpha_all = eta / (1.0 - delta) if alpha is None else check_fairness_bounds(alpha, "alpha", L)
-    beta_all = eta * (1.0 - delta) if beta is None else check_fairness_bounds(beta, "beta", L)
-    if (beta_all > alpha_all).any():
-        i = int(np.argmax(beta_all > alpha_all))
-        raise ValueError(f"Argument 'beta' must not exceed 'alpha', got beta={beta_all[i]!r} > "
-                         f"alpha={alpha_all[i]!r} for group {i}")
-    return alpha_all, beta_all
-
-
 def fair_kmeans(X: ArrayLike | VerticalFederation, n_clusters: int,
                 groups: ArrayLike | Sequence[ArrayLike] | None = None, *, delta: float = 0.2,
                 alpha: ArrayLike | None = None, beta: ArrayLike | None = None,
@@ -110,28 +84,14 @@ def fair_kmeans(X: ArrayLike | VerticalFederation, n_clusters: int,
     rng = check_random_state(random_state)
     n = arrays[0].shape[0]
     nb = resolve_block_size(block_size, n)
-    layout = _group_layout(groups, fed, n)
-    alpha_all, beta_all = group_bounds(np.concatenate([e for _, _, e in layout]), delta,
-                                       alpha, beta)
-
-    labels, rows = _initial_labels(arrays, fed, k, rng)
-    parties, start = [], 0
-    for A, (codes, g, _) in zip(arrays, layout):
-        parties.append(CDParty(A, k, labels, codes, g, alpha_all[start:start + g],
-                               beta_all[start:start + g]))
-        start += g
-    ledger = CommLedger() if fed is not None else None
-    server = SweepServer(LocalParties(parties), labels, k, nb,
-                         sum(p.total_sumsq for p in parties), ledger, fair=True)
-    sse_hist, viol_hist, n_iter, ranges = run_admm(server, server.parties, rho, rho_schedule,
-                                                   lam, tol, max_iter, stop)
-    centers, inertia, counts = _final_centers(arrays, labels, k, rows)
-    bal = combine_balance([p.balance_part(counts, e) if g else None
-                           for p, (_, g, e) in zip(parties, layout)], k)
-    return {"labels": labels, "centers": centers, "inertia": inertia, "balance": bal,
-            "violation": float(viol_hist[-1]), "n_iter": n_iter, "objective_history": sse_hist,
-            "violation_history": viol_hist, "n_ranges": ranges, "comm": ledger,
-            "alpha": alpha_all, "beta": beta_all, "block_size": nb, "dtype": arrays[0].dtype}
+    layout = [encode_party_groups(attrs, n) for attrs in _group_layout(groups, fed)]
+    check_has_groups(sum(L for _, L, _ in layout))
+    group_bounds(np.concatenate([e for _, _, e in layout]), delta, alpha, beta)  # checked here
+    check_n_clusters(k, n)
+    server = F3KMServer(k, nb, max_iter, rng, fair=True, delta=delta, rho=rho,
+                        rho_schedule=rho_schedule, violation=lam, tol=tol, stop=stop,
+                        alpha=alpha, beta=beta, keep_ledger=fed is not None)
+    return run_in_process(server, arrays, fed, k, rng, layout)
 
 
 class FairKMeans(BaseEstimator):
