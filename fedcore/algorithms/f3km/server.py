@@ -178,13 +178,16 @@ class ChannelParties:
 
     def _ask(self, message: Message, reply: type | tuple[type, ...]) -> list[Any]:
         """``message`` to every party in the current round; the replies in party order."""
-        replies = self.channel.exchange({j: message for j in self._everyone}, self.round)
+        replies = self.channel.exchange(dict.fromkeys(self._everyone, message), self.round)
         self.n_exchanges += 1
-        return [r if type(r) is reply else expect(r, reply, "F3KM server")
-                for r in (replies[j] for j in self._everyone)]
+        out = []
+        for j in self._everyone:
+            r = replies[j]
+            out.append(r if type(r) is reply else expect(r, reply, "F3KM server"))
+        return out
 
     def _post(self, message: Message) -> None:
-        self.channel.post({j: message for j in self._everyone}, self.round)
+        self.channel.post(dict.fromkeys(self._everyone, message), self.round)
 
     def setup(self, n_clusters: int, fair: bool, delta: float) -> list[PartyInfo]:
         """The settings to every party; their :class:`~fedcore.algorithms.f3km.party.PartyInfo`
@@ -256,8 +259,9 @@ class ChannelParties:
         """ADD the parties' objectives of rows lo..hi (within the range asked last) into
         ``out``, in party order."""
         a, b = lo - self._phi_lo, hi - self._phi_lo
+        rows = out[:hi - lo]
         for phi in self._phi:
-            out[:hi - lo] += phi[a:b]
+            rows += phi if a == 0 and b == phi.shape[0] else phi[a:b]
 
     def changes(self, lo: int, hi: int, new_labels: np.ndarray, offset: int, rho: float,
                 fair_scale: float) -> list[float]:
