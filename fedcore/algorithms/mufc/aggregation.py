@@ -7,7 +7,6 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 from numpy.typing import ArrayLike
 
-from ...federation.ledger import SERVER, CommLedger
 from .rows import add_sparse
 
 __all__ = ["PlainAggregator", "SCMAAggregator", "sum_sparse"]
@@ -32,12 +31,10 @@ class PlainAggregator:
                  rng: np.random.Generator) -> None:
         self.n_dims = n_dims
 
-    def combine(self, messages: Mapping[int, tuple[np.ndarray, np.ndarray]], round: int,
-                ledger: CommLedger) -> tuple[np.ndarray, np.ndarray]:
-        """Server side: ``messages`` {client: (bins, counts)} -> (bins, counts) of the sum."""
-        for l, (bins, counts) in sorted(messages.items()):
-            ledger.record(round, sender=l, receiver=SERVER, kind="bins+counts",
-                          n_elements=bins.size + counts.size)
+    def combine(self, messages: Mapping[int, tuple[np.ndarray, np.ndarray]],
+                round_number: int) -> tuple[np.ndarray, np.ndarray]:
+        """Server side: ``messages`` {client: (bins, counts)} -> (bins, counts) of the sum (the
+        channel that carried them counted them)."""
         return sum_sparse(list(messages.values()))
 
 
@@ -90,12 +87,13 @@ class SCMAAggregator:
         self._last = (total, bins, counts)
         return bins, counts
 
-    def combine(self, messages: Mapping[int, ArrayLike], round: int, ledger: CommLedger, *,
+    def combine(self, messages: Mapping[int, ArrayLike], round: int, *,
                 dropped: Collection[int] = (),
                 unmask_shares: Mapping[int, Mapping[int, bytes]] | None = None,
                 public_keys: Mapping[int, X25519PublicKey | bytes] | None = None,
                 ) -> tuple[np.ndarray, np.ndarray]:
-        """Server side: masked messages {client: uint64 message} -> (bins, counts) of the sum.
+        """Server side: masked messages {client: uint64 message} -> (bins, counts) of the sum
+        (the channel that carried them counted them).
 
         ``dropped``: participants whose message did not arrive (dropout tolerance): their masks
         are rebuilt from the survivors' ``unmask_shares`` ({survivor: {dropped: share}}) and the
@@ -104,8 +102,7 @@ class SCMAAggregator:
         participants = sorted(set(messages) | set(dropped))
         total = self.server.aggregate(messages, round=round, participants=participants,
                                       dropped=sorted(dropped) or None,
-                                      unmask_shares=unmask_shares, public_keys=public_keys,
-                                      ledger=ledger)
+                                      unmask_shares=unmask_shares, public_keys=public_keys)
         bins, counts = self._decode(total, round)
         return (np.asarray(bins, dtype=np.int64).reshape(-1, self.setup.n_dims),
                 np.asarray(counts, dtype=np.int64))

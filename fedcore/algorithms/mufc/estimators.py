@@ -166,7 +166,7 @@ class MUFC(BaseEstimator):
             check_scalar(self.gamma, "gamma", min_value=0.0, max_value=1.0, include_min=False)
         check_random_state(self.random_state)
         self._k, self._kp = k, kp  # validated: only now does the model change
-        keys = SimulatedKeys() if self.secure else None
+        keys = SimulatedKeys()  # in process the server's setup deals the clients' keys
         roles = [MUFCClient(X_l, l, ids_l, checked=True, keys=keys)
                  for l, (X_l, ids_l) in enumerate(federation)]
         channel = InProcessChannel(roles, n_jobs=1)  # the simulated keys are shared: in turn

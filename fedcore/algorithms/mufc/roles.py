@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,18 +46,22 @@ from .quantize import Quantizer, client_vector
 from .unlearning import UnlearnableKMeans
 
 __all__ = ["MUFCHello", "MUFCJoin", "MUFCSetup", "MUFCReady", "MUFCRound", "SCMAVector",
-           "PlainVector", "MUFCPrepare", "MUFCPrepared", "SimulatedKeys", "MUFCClient"]
+           "PlainVector", "MUFCPrepare", "MUFCPrepared", "RoundKeyRequest", "RoundKey",
+           "KeySharesRequest", "SealedShares", "UnmaskRequest", "UnmaskShares", "SimulatedKeys",
+           "MUFCClient"]
 
 _NO_IDS = np.empty(0, dtype=np.int64)
 
 
 @dataclass(frozen=True, eq=False)
 class MUFCHello(Message):
-    """Server to client, before a fit: report your size, and your box when ``agree_bounds``
-    (the federation agrees on the bounds). Setup, not counted."""
+    """Server to client, before a fit: report your size, your box when ``agree_bounds`` (the
+    federation agrees on the bounds) and, for a ``secure`` fit, your public key (a deployed
+    client). Setup, not counted."""
 
     counted = False
     agree_bounds: bool
+    secure: bool
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,6 +76,7 @@ class MUFCJoin(Message):
     high: np.ndarray
     n_samples: int = diagnostic()
     n_features: int = diagnostic()
+    public_key: np.ndarray = diagnostic()  # uint8 (32,): a deployed client's X25519 key
 
     def bits_per_element(self, name: str, value: Any) -> int:
         """64 (see the class notes)."""
@@ -83,7 +89,9 @@ class MUFCSetup(Message):
     (``client_clusters``, ``client_refine``), its random generator's seed (``entropy``,
     ``spawn_key``: :func:`~fedcore.federation.protocol.seed_fields`), the grid (``quantize``;
     ``low``, ``scale``, ``gamma``, ``phase``, empty for no shift) and SCMA's public parameters
-    (``secure``)."""
+    (``secure``; ``scma``: its public configuration as JSON text, ``public_keys``: every
+    client's X25519 public key, uint8 (n_clients, 32), for deployed clients; empty when the keys
+    are dealt in process)."""
 
     counted = False
     client_id: int
@@ -97,6 +105,8 @@ class MUFCSetup(Message):
     gamma: float
     phase: np.ndarray
     secure: bool
+    scma: str
+    public_keys: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,12 +121,15 @@ class MUFCRound(Message):
     """Server to participant: send your vector for round ``round_number`` of the
     ``participants`` (int64, increasing), after removing the points ``remove`` (global ids; only
     to the client holding them, empty otherwise). Not counted: the round's control, and the data
-    owner's request passed on (MUFC counts what the clients send)."""
+    owner's request passed on (MUFC counts what the clients send). With dropout tolerance
+    between deployed clients, ``shares`` holds the round-key shares the other participants sealed
+    for this one (uint8, one row per sender in increasing order; empty otherwise)."""
 
     counted = False
     round_number: int
     participants: np.ndarray
     remove: np.ndarray
+    shares: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,6 +183,62 @@ class MUFCPrepared(Message):
     seconds: float = diagnostic()
 
 
+@dataclass(frozen=True, eq=False)
+class RoundKeyRequest(Message):
+    """Server to participant, dropout tolerance between deployed clients ([SecAgg]): make a
+    fresh key pair for round ``round_number``. Not counted."""
+
+    counted = False
+    round_number: int
+
+
+@dataclass(frozen=True, eq=False)
+class RoundKey(Message):
+    """Participant to server: its round public key (uint8 (32,)), counted in bytes."""
+
+    kind = "round-key"
+    key: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class KeySharesRequest(Message):
+    """Server to participant: the round public keys of the ``participants`` (uint8 (P, 32),
+    relayed, not counted); seal Shamir shares of your round key for the others."""
+
+    counted = False
+    round_number: int
+    participants: np.ndarray
+    round_keys: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class SealedShares(Message):
+    """Participant to server: one sealed share per other participant (uint8 rows, holders in
+    increasing order), counted in bytes; the server forwards each row to its holder."""
+
+    kind = "key-shares"
+    boxes: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class UnmaskRequest(Message):
+    """Server to survivor, after participants dropped out of round ``round_number``: reveal your
+    shares of the ``dropped`` clients' round keys. Not counted."""
+
+    counted = False
+    round_number: int
+    dropped: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class UnmaskShares(Message):
+    """Survivor to server: its shares of the dropped clients' round keys (uint8 rows, dropped
+    clients in increasing order), counted in bytes."""
+
+    kind = "unmask"
+    shares: np.ndarray
+
+
 class SimulatedKeys:
     """The key dealer of an in-process MUFC run (see the module's notes): the server puts its
     :class:`~fedcore.secagg.SCMASetup`, which simulates every client's keys, in ``setup``; each
@@ -213,6 +282,7 @@ class MUFCClient(HorizontalClient):
             raise ValueError(f"Argument 'ids' of client {self.client_id} holds "
                              f"{self.ids.shape[0]} ids for {n} rows")
         self.keys = keys
+        self.private_key = self.public_key = None  # a deployed client's X25519 key pair
         self.model = self.quantizer = self.vector = self.encoder = None
         self.prepared = None  # (round, participants) whose mask is made
 
@@ -221,14 +291,21 @@ class MUFCClient(HorizontalClient):
         if isinstance(message, MUFCHello):
             boxes = message.agree_bounds
             empty = np.empty(0)
+            public = np.empty(0, dtype=np.uint8)
+            if message.secure and self.keys is None:  # deployed: a key pair from OS entropy
+                from ...secagg import generate_key_pair
+                self.private_key, self.public_key = generate_key_pair()
+                public = np.frombuffer(self.public_key, dtype=np.uint8).copy()
             return MUFCJoin(self.X.min(axis=0) if boxes else empty,
                             self.X.max(axis=0) if boxes else empty, int(self.X.shape[0]),
-                            int(self.X.shape[1]))
+                            int(self.X.shape[1]), public)
         if isinstance(message, MUFCSetup):
             return self._setup(message)
         if self.model is None:
             raise ProtocolError(f"{name} is not set up: expected a MUFCSetup first, got "
                                 f"{type(message).__name__}")
+        if isinstance(message, (RoundKeyRequest, KeySharesRequest, UnmaskRequest)):
+            return self._keys_step(message)
         if isinstance(message, MUFCPrepare):
             t0 = time.perf_counter()
             participants = tuple(message.participants.tolist())
@@ -248,11 +325,15 @@ class MUFCClient(HorizontalClient):
         self.vector = self._vector()
         self.encoder = None
         if m.secure:
-            from ...secagg import SCMAClient
-            if self.keys is None or self.keys.setup is None:
-                raise ProtocolError(f"client {self.client_id} has no SCMA keys (in one process "
-                                    "the server deals them through SimulatedKeys)")
-            self.encoder = SCMAClient(m.client_id, self.keys.setup)
+            from ...secagg import SCMAClient, SCMASetup
+            if self.keys is not None:  # in process: the server's setup deals the keys
+                self.encoder = SCMAClient(m.client_id, self.keys.setup)
+            else:  # deployed: pair keys by X25519 with the relayed public keys, through HKDF
+                setup = SCMASetup.from_public_config(json.loads(m.scma))
+                peers = {l: bytes(key) for l, key in enumerate(m.public_keys)
+                         if l != m.client_id}
+                self.encoder = SCMAClient(m.client_id, setup, private_key=self.private_key,
+                                          public_keys=peers)
         return MUFCReady(time.perf_counter() - t0)
 
     def _vector(self):
@@ -273,6 +354,10 @@ class MUFCClient(HorizontalClient):
         if self.encoder is None:
             return PlainVector(bins, counts, t1 - t0, 0.0, retrained)
         participants = tuple(m.participants.tolist())
+        if m.shares.size:  # dropout tolerance: the shares sealed for this client
+            senders = [p for p in participants if p != self.client_id]
+            self.encoder.receive_key_shares(m.round_number, {
+                u: bytes(box) for u, box in zip(senders, m.shares)})
         if self.prepared != (m.round_number, participants):  # the participants changed
             self.encoder.precompute_mask(m.round_number, participants)
         message = self.encoder.encode(bins, counts, round=m.round_number,
@@ -280,6 +365,18 @@ class MUFCClient(HorizontalClient):
         self.prepared = None
         return SCMAVector(np.asarray(message), self.encoder.setup.bits_per_element, t1 - t0,
                           time.perf_counter() - t1, retrained)
+
+    def _keys_step(self, m):
+        """Dropout tolerance between deployed clients ([SecAgg]; ``secagg.SCMAClient``)."""
+        r = m.round_number
+        if isinstance(m, RoundKeyRequest):
+            return RoundKey(np.frombuffer(self.encoder.round_public_key(r), dtype=np.uint8).copy())
+        if isinstance(m, KeySharesRequest):
+            keys = {int(l): bytes(key) for l, key in zip(m.participants, m.round_keys)}
+            sealed = self.encoder.key_shares(r, keys)
+            return SealedShares(_rows([sealed[h] for h in sorted(sealed)]))
+        shares = self.encoder.reveal_key_shares(r, m.dropped.tolist())
+        return UnmaskShares(_rows([shares[u] for u in sorted(shares)]))
 
     @contextlib.contextmanager
     def transaction(self, removing: bool = False) -> Iterator[None]:
@@ -305,3 +402,9 @@ class MUFCClient(HorizontalClient):
                     obj.__dict__.update(deep)
                     obj.__dict__.update(shallow)
                 raise
+
+
+def _rows(blobs):
+    """Equal-length byte strings as the rows of a uint8 array."""
+    width = len(blobs[0]) if blobs else 0
+    return np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), width).copy()

@@ -4,61 +4,59 @@
 :class:`~fedcore.algorithms.mufc.roles.MUFCClient` roles (:meth:`MUFCServer.run`,
 :meth:`MUFCServer.run_removal`, :meth:`MUFCServer.run_client_removal`; the messages are those of
 :mod:`fedcore.algorithms.mufc.roles`): the in-process :class:`~fedcore.MUFC` estimator runs it
-over an :class:`~fedcore.federation.protocol.InProcessChannel`. Its step methods (the set-up of a
-fit: quantization grid, SCMA parameters, each client's random seed; the aggregation of a round's
-messages, with SCMA's dropout recovery; the server's clustering; the participants) are the same
-code for engines that drive the rounds themselves (:mod:`fedcore.integrations.flower.mufc`), so
-they reproduce ``MUFC.fit`` / ``remove`` / ``remove_clients`` bit for bit.
+over an :class:`~fedcore.federation.protocol.InProcessChannel`, the Flower apps
+(:mod:`fedcore.integrations.flower.mufc`) over a
+:class:`~fedcore.integrations.flower.roles.FlowerChannel`, with the same messages, ledger and
+model.
 """
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 from numpy.typing import ArrayLike
 
-from ...federation.ledger import SERVER, CommLedger
 from ...federation.protocol import Channel, expect, seed_fields
 from .estimators import MUFC, MUFCRemovalReport
-from .roles import (MUFCHello, MUFCJoin, MUFCPrepare, MUFCPrepared, MUFCReady, MUFCRound,
-                    MUFCSetup, PlainVector, SCMAVector, SimulatedKeys)
+from .roles import (KeySharesRequest, MUFCHello, MUFCJoin, MUFCPrepare, MUFCPrepared, MUFCReady,
+                    MUFCRound, MUFCSetup, PlainVector, RoundKey, RoundKeyRequest, SCMAVector,
+                    SealedShares, SimulatedKeys, UnmaskRequest, UnmaskShares)
 
 __all__ = ["MUFCServer"]
 
 
 class MUFCServer:
-    """Server half of a MUFC fit whose clients run elsewhere.
+    """MUFC's server role: the set-up of a fit (grid, SCMA, each client's seed), the rounds,
+    the aggregation (with SCMA's dropout recovery) and the server's clustering.
 
     Parameters
     ----------
     estimator : MUFC
         Its parameters drive the server; it receives the fitted attributes
         (``cluster_centers_``, ``aggregate_``, ``comm_``, ``n_rounds_``) and holds no clients.
+    deployed : bool, default=False
+        The clients agree SCMA's keys by X25519 (Flower nodes; with ``dropout_threshold`` also
+        fresh round keys every round); False: an in-process run, whose keys the server's setup
+        deals (:class:`~fedcore.algorithms.mufc.roles.SimulatedKeys`).
+
+    Attributes
+    ----------
+    sizes : dict, points of each participant (from the hello, less what was removed)
+    dropped : list of int, clients that dropped out of a round (dropout tolerance), in order
     """
 
-    def __init__(self, estimator: MUFC) -> None:
+    def __init__(self, estimator: MUFC, *, deployed: bool = False) -> None:
         estimator._check_params()
         self.model = estimator
+        self.deployed = deployed
+        self.public_keys = np.empty((0, 32), dtype=np.uint8)
+        self.sizes = {}
+        self.dropped = []
 
     # ------------------------------------------------------------------ set-up
-    def setup(self, sizes: ArrayLike, n_features: int,
-              boxes: Sequence[tuple[ArrayLike, ArrayLike]] | None) -> list[dict[str, Any]]:
-        """Set up a fit for clients of ``sizes`` points with ``n_features`` features.
-
-        ``boxes``: each client's per-feature ``(min, max)`` when the federation agrees on the
-        bounds, None when the estimator was given public ``bounds``. Returns one set-up per
-        client (:meth:`client_setup`), in client order.
-        """
-        rngs = self.model._start(sizes, n_features, boxes)
-        if boxes is not None:  # each client sent its per-feature min and max (2 d floats)
-            for l in range(len(boxes)):
-                self.model.comm_.record(0, sender=l, receiver=SERVER, kind="bounds",
-                                        n_elements=2 * int(n_features))
-        return [self.client_setup(l, rng) for l, rng in enumerate(rngs)]
-
     def client_setup(self, client_id: int, rng: np.random.Generator) -> dict[str, Any]:
         """What client ``client_id`` needs to seed and encode (sent once, before round 0):
         ``client_clusters``, ``client_refine``, the grid (``low``, ``scale``, ``gamma``,
@@ -90,33 +88,11 @@ class MUFCServer:
         self.model.n_rounds_ += 1
         return self.model.n_rounds_
 
-    def remove_clients(self, client_ids: ArrayLike, sizes: Mapping[int, int]) -> list[int]:
-        """Take clients out of the participants ([MUFC] Alg. 4, cross-device) after checking
-        that the rest hold enough points (``sizes``: {participant: points}); returns the ids."""
-        ids, remaining = self.model._check_client_removal(client_ids, sizes)
-        self.model._active = remaining
-        return ids
-
-    def combine(self, messages: Mapping[int, ArrayLike | tuple[ArrayLike, ArrayLike]],
-                round: int, *, dropped: Collection[int] = (),
-                unmask_shares: Mapping[int, Mapping[int, bytes]] | None = None,
-                public_keys: Mapping[int, X25519PublicKey | bytes] | None = None,
-                ) -> tuple[np.ndarray, np.ndarray]:
-        """The decoded sum ``(bins, counts)`` of the round's messages ({client: message}:
-        SCMA messages, or ``(bins, counts)`` pairs for a plaintext sum), recorded in ``comm_``.
-
-        ``dropped``: participants whose message did not arrive; with SCMA's dropout tolerance
-        their masks are rebuilt from the survivors' ``unmask_shares`` and the round
-        ``public_keys``, and they leave the participants.
-        """
-        m = self.model
-        if dropped:
-            bins, counts = m._aggregator.combine(messages, round, m.comm_, dropped=dropped,
-                                                 unmask_shares=unmask_shares,
-                                                 public_keys=public_keys)
-            m._active = [l for l in m._active if l not in set(dropped)]
-            return bins, counts
-        return m._aggregator.combine(messages, round, m.comm_)
+    def check_client_removal(self, client_ids: ArrayLike, sizes: Mapping[int, int]) -> list[int]:
+        """The ids of a request to remove clients ([MUFC] Alg. 4, cross-device), checked: known
+        participants, not all of them, the rest holding enough points (``sizes``: {participant:
+        points}). Nothing changes."""
+        return self.model._check_client_removal(client_ids, sizes)[0]
 
     def publish(self, bins: np.ndarray, counts: np.ndarray, recluster: bool,
                 timings: dict[str, float], n_removed: int,
@@ -133,13 +109,17 @@ class MUFCServer:
         key dealer, given the SCMA setup before the clients are set up."""
         m = self.model
         agree = m.bounds is None and m._QUANTIZES  # SimplifiedFC needs no grid
-        replies = channel.broadcast(MUFCHello(agree), round_number=0)
+        replies = channel.broadcast(MUFCHello(agree, bool(m.secure)), round_number=0)
         joins = [expect(replies[l], MUFCJoin, "server") for l in range(channel.n_clients)]
         widths = sorted({j.n_features for j in joins})
         if len(widths) != 1:
             raise ValueError(f"The clients' data have different numbers of features: {widths}")
         sizes = np.array([j.n_samples for j in joins])
+        self.sizes = {l: int(n) for l, n in enumerate(sizes)}
         boxes = [(j.low, j.high) for j in joins] if agree else None
+        if self.deployed and m.secure:
+            self.public_keys = np.stack([np.asarray(j.public_key, dtype=np.uint8)
+                                         for j in joins])
         rngs = m._start(sizes, widths[0], boxes)
         m.comm_ = channel.ledger
         if keys is not None and m.secure:
@@ -160,7 +140,8 @@ class MUFCServer:
         return MUFCSetup(s["client_id"], s["client_clusters"], s["client_refine"], s["entropy"],
                          np.asarray(s["spawn_key"], dtype=np.int64), s["low"] is not None,
                          none if s["low"] is None else s["low"], s["scale"], s["gamma"],
-                         none if s["phase"] is None else s["phase"], s["scma"] is not None)
+                         none if s["phase"] is None else s["phase"], s["scma"] is not None,
+                         "" if s["scma"] is None else json.dumps(s["scma"]), self.public_keys)
 
     def run_removal(self, channel: Channel, client_id: int, ids: np.ndarray) -> MUFCRemovalReport:
         """One removal request over ``channel`` ([MUFC] Alg. 4, cross-silo): client
@@ -169,7 +150,9 @@ class MUFCServer:
         m = self.model
         r = self.next_round()
         bins, counts, timings, retrained = self._round(channel, r, client_id, ids)
-        recluster = m.server_update != "lazy" or retrained
+        recluster = m.server_update != "lazy" or bool(retrained)
+        if client_id in self.sizes:  # (a client that dropped in this round left entirely)
+            self.sizes[client_id] -= len(ids)
         return self.publish(bins, counts, recluster, timings, len(ids), retrained)
 
     def run_client_removal(self, channel: Channel, client_ids: list[int],
@@ -179,19 +162,54 @@ class MUFCServer:
         re-clusters."""
         m = self.model
         m._active = [l for l in m._active if l not in set(client_ids)]
+        for l in client_ids:
+            self.sizes.pop(l, None)
         r = self.next_round()
         bins, counts, timings, _ = self._round(channel, r)
         del timings["client_unlearn"]  # nobody unlearns: the clients' vectors leave the sum
         return self.publish(bins, counts, True, timings, n_removed, False)
 
     def _round(self, channel, r, client_id=None, ids=None):
-        """One aggregation round of the participants: ``(bins, counts, timings, retrained)``."""
+        """One aggregation round of the participants: ``(bins, counts, timings, retrained)``.
+
+        With dropout tolerance between deployed clients ([SecAgg]), the participants first agree
+        fresh round keys and exchange sealed shares of them (relayed by the server), and a round
+        in which some drop is decoded from the survivors' messages and unmask shares, as long as
+        ``dropout_threshold`` of them answer; the dropped clients leave the participants.
+        """
         m = self.model
         participants = np.asarray(self.participants, dtype=np.int64)
+        order = [int(l) for l in participants]
         no_ids = np.empty(0, dtype=np.int64)
-        requests = {int(l): MUFCRound(r, participants, ids if l == client_id else no_ids)
-                    for l in participants}
-        replies = channel.exchange(requests, round_number=r)
+        tolerant = m.secure and m.dropout_threshold is not None and self.deployed
+        shares = {l: np.empty((0, 0), dtype=np.uint8) for l in order}
+        round_keys = None
+        if tolerant:
+            replies = channel.exchange({l: RoundKeyRequest(r) for l in order}, round_number=r)
+            keys = np.stack([expect(replies[l], RoundKey, "server").key for l in order])
+            round_keys = {l: bytes(key) for l, key in zip(order, keys)}
+            sealed = channel.exchange({l: KeySharesRequest(r, participants, keys)
+                                       for l in order}, round_number=r)
+            boxes = {u: expect(sealed[u], SealedShares, "server").boxes for u in order}
+            for v in order:  # client u's boxes are for the others in increasing order
+                shares[v] = np.stack([boxes[u][[h for h in order if h != u].index(v)]
+                                      for u in order if u != v]) if len(order) > 1 else \
+                    shares[v]
+        requests = {l: MUFCRound(r, participants, ids if l == client_id else no_ids, shares[l])
+                    for l in order}
+        dropped, unmask = [], None
+        if tolerant:
+            replies, failed = channel.exchange_tolerant(
+                requests, r, at_least=m.dropout_threshold, what="dropout_threshold")
+            dropped = sorted(failed)
+            if dropped:
+                survivors = [l for l in order if l not in failed]
+                asked = channel.exchange({l: UnmaskRequest(r, np.asarray(dropped))
+                                          for l in survivors}, round_number=r)
+                unmask = {l: dict(zip(dropped, (bytes(row) for row in expect(
+                    asked[l], UnmaskShares, "server").shares))) for l in survivors}
+        else:
+            replies = channel.exchange(requests, round_number=r)
         vectors = {}
         for l, reply in replies.items():
             if m.secure:  # bare field elements: their masks bind them (secagg.SCMAServer)
@@ -202,12 +220,21 @@ class MUFCServer:
         timings = {"client_unlearn": max(r_.seconds_unlearn for r_ in replies.values()),
                    "client_encode": max(r_.seconds_encode for r_ in replies.values())}
         t0 = time.perf_counter()
-        bins, counts = m._aggregator.combine(vectors, r, CommLedger())  # counted by the channel
+        if dropped:
+            bins, counts = m._aggregator.combine(vectors, r, dropped=dropped,
+                                                 unmask_shares=unmask, public_keys=round_keys)
+            m._active = [l for l in m._active if l not in set(dropped)]
+            for l in dropped:
+                self.sizes.pop(l, None)
+            self.dropped += dropped
+        else:
+            bins, counts = m._aggregator.combine(vectors, r)
         timings["server_decode"] = time.perf_counter() - t0
-        if m.secure:  # the next round's masks, offline (between requests)
+        if m.secure and not tolerant:  # the next round's masks, offline (between requests)
             ready = channel.exchange({int(l): MUFCPrepare(r + 1, participants)
                                       for l in participants}, round_number=r)
             timings["masks_offline"] = sum(expect(p, MUFCPrepared, "server").seconds
                                            for p in ready.values())
-        retrained = None if client_id is None else bool(replies[client_id].retrained == 1)
+        retrained = None if client_id not in replies else \
+            bool(replies[client_id].retrained == 1)
         return bins, counts, timings, retrained

@@ -143,10 +143,9 @@ class FlowerChannel(Channel):
                            timeout)
         self.nodes = map_partitions(replies, self.n_clients)
 
-    def exchange(self, requests: Mapping[int, Message], round_number: int, *,
-                 request_round: int | None = None) -> dict[int, Message]:
+    def _send(self, requests, round_number, allow_failures=False):
+        """Encode ``requests`` (with the messages posted to their clients) and send them."""
         from flwr.app import ConfigRecord
-        requests = dict(requests)
         message_type, stage, contents = MESSAGE_TYPE, round_number, {}
         for l, m in requests.items():
             content = encode(m)
@@ -161,7 +160,13 @@ class FlowerChannel(Channel):
                 if labels:
                     content["config"] = ConfigRecord(dict(labels))
             contents[self.nodes[l]] = content
-        got = exchange(self.grid, contents, message_type, stage, self.timeout)
+        return exchange(self.grid, contents, message_type, stage, self.timeout,
+                        allow_failures=allow_failures)
+
+    def exchange(self, requests: Mapping[int, Message], round_number: int, *,
+                 request_round: int | None = None) -> dict[int, Message]:
+        requests = dict(requests)
+        got = self._send(requests, round_number)
         replies, failures = {}, {}
         for l in requests:
             try:
@@ -172,6 +177,29 @@ class FlowerChannel(Channel):
             raise FlowerRoundError(f"{MESSAGE_TYPE} {round_number}", failures)
         self._count(requests, replies, round_number, request_round)
         return replies
+
+    def exchange_tolerant(self, requests: Mapping[int, Message], round_number: int, *,
+                          at_least: int, what: str) -> tuple[dict[int, Message], dict[int, str]]:
+        """:meth:`exchange` for a round that survives clients dropping out (SCMA's dropout
+        tolerance): ``(replies, failures)``, the replies of the clients that answered and
+        ``{client: reason}`` of those that failed or did not answer in time. Raises
+        :class:`FlowerRoundError` naming the failed nodes when fewer than ``at_least`` answered
+        (``what`` names that bound in the message)."""
+        requests = dict(requests)
+        got, failed = self._send(requests, round_number, allow_failures=True)
+        client_of = {self.nodes[l]: l for l in requests}
+        replies = {}
+        for node, content in got.items():
+            try:
+                replies[client_of[node]] = decode(content)
+            except (ProtocolError, KeyError, TypeError, ValueError) as exc:
+                failed[node] = f"unreadable reply: {exc}"
+        if len(replies) < at_least:
+            raise FlowerRoundError(f"{MESSAGE_TYPE} {round_number}: {len(replies)} client(s) "
+                                   f"answered, fewer than {what} = {at_least}", failed)
+        replies = {l: replies[l] for l in requests if l in replies}
+        self._count({l: requests[l] for l in replies}, replies, round_number)
+        return replies, {client_of[node]: reason for node, reason in failed.items()}
 
     def post(self, requests: Mapping[int, Message], round_number: int) -> None:
         """One-way messages, counted now in round ``round_number`` and delivered with the next

@@ -83,6 +83,8 @@ def test_plaintext_lazy_server_matches_in_process():
 
 
 def test_100_clients_server_receives_masked_messages_only(monkeypatch):
+    from fedcore.algorithms.mufc.roles import MUFCJoin, MUFCPrepared, MUFCReady, SCMAVector
+    from fedcore.integrations.flower import roles
     fed = _federation(100)
     X = fed.to_array()[0]
     bounds = (X.min(axis=0) - 1.0, X.max(axis=0) + 1.0)  # public bounds: no box is sent
@@ -91,52 +93,51 @@ def test_100_clients_server_receives_masked_messages_only(monkeypatch):
     model, vectors = _in_process(estimator, fed, removals)
     received = []
 
-    def recording_exchange(grid, contents, message_type, stage, timeout):
-        replies = _common.exchange(grid, contents, message_type, stage, timeout)
+    def recording_exchange(grid, contents, message_type, stage, timeout, **kwargs):
+        replies = _common.exchange(grid, contents, message_type, stage, timeout, **kwargs)
         received.extend((stage, node, content) for node, content in replies.items())
         return replies
 
-    monkeypatch.setattr(flower_mufc, "exchange", recording_exchange)
+    monkeypatch.setattr(roles, "exchange", recording_exchange)
     apps = flower_mufc.mufc_apps(estimator, DATA, removals=removals)
     result = apps.simulate(100)
     _assert_same(result, model)
 
     setup = model._aggregator.setup
     node_of = result.node_ids_
-    hello = [c for stage, _, c in received if stage == "hello"]
-    assert len(hello) == 100 and all(set(c.keys()) == {"info"} for c in hello)
-    assert all(set(c["info"].keys()) == {"partition-id", "n-samples", "n-features",
-                                         "public-key"} for c in hello)
-    rounds = [(stage, node, c) for stage, node, c in received if stage != "hello"]
-    assert len(rounds) == 200
-    for stage, node, content in rounds:
-        assert set(content.keys()) == {"vector", "status"}
-        arrays = _common.read_arrays(content["vector"])
-        assert set(arrays) == {"message"}
-        message = arrays["message"]
-        assert message.dtype == np.uint64 and message.shape == (setup.message_length,)
-        assert int(message.max()) < setup.prime
-        assert set(content["status"].keys()) == {"seconds-unlearn", "seconds-encode"}
-        if stage == "round 0":  # the syndromes the client would send unmasked
+    got = [(stage, node, roles.decode(c)) for stage, node, c in received if stage != "hello"]
+    kinds = {type(m) for _, _, m in got}
+    assert kinds == {MUFCJoin, MUFCReady, SCMAVector, MUFCPrepared}  # nothing else arrives
+    joins = [m for _, _, m in got if isinstance(m, MUFCJoin)]
+    assert len(joins) == 100 and all(m.low.size == 0 and m.high.size == 0 for m in joins)
+    assert all(m.public_key.dtype == np.uint8 and m.public_key.shape == (32,) for m in joins)
+    messages = [(stage, node, m) for stage, node, m in got if isinstance(m, SCMAVector)]
+    assert len(messages) == 200
+    for stage, node, m in messages:
+        assert m.message.dtype == np.uint64 and m.message.shape == (setup.message_length,)
+        assert int(m.message.max()) < setup.prime
+        if stage == 0:  # the syndromes the client would send unmasked
             l = node_of.index(node)
             plain = model._channel.clients[l].encoder.syndromes(*vectors[l]).view(np.uint64)
-            assert not np.array_equal(message, plain)
-            assert np.mean(message == plain) < 0.01
+            assert not np.array_equal(m.message, plain)
+            assert np.mean(m.message == plain) < 0.01
 
 
 def _failing_client(data, fail_partition, fail_round):
+    """A node app whose partition ``fail_partition`` fails in round ``fail_round``."""
+    from fedcore.algorithms.mufc.roles import MUFCClient, MUFCRound
+    from fedcore.integrations.flower.roles import client_handler, decode
+    handler = client_handler(lambda X, ids, pid: MUFCClient(X, pid, ids), data)
     app = ClientApp()
-
-    @app.query()
-    def query(msg, context):
-        return flower_mufc.handle_query(msg, context, data)
 
     @app.train()
     def train(msg, context):
         pid = int(context.node_config["partition-id"])
-        if pid == fail_partition and int(msg.content["config"]["round"]) == fail_round:
-            raise RuntimeError(f"disk failure on partition {pid}")
-        return flower_mufc.handle_round(msg, context, data)
+        if pid == fail_partition and msg.content["scalars"]["fedcore-type"].endswith("MUFCRound"):
+            if decode(msg.content).round_number == fail_round:
+                assert isinstance(decode(msg.content), MUFCRound)
+                raise RuntimeError(f"disk failure on partition {pid}")
+        return handler(msg, context)
 
     return app
 
@@ -149,7 +150,7 @@ def test_node_failure_mid_removal_round_names_node_and_publishes_nothing():
     with pytest.raises(FlowerRoundError, match="disk failure on partition 4") as info:
         apps.simulate(10)
     error = info.value
-    assert error.stage == "train round 1"
+    assert error.stage == "train 1"
     assert len(error.failures) == 1
     (node,) = error.failures
     assert f"node {node}" in str(error) and "no model was published" in str(error)
