@@ -209,3 +209,20 @@ def test_one_message_sent_to_every_client_counts_once_per_client_on_one_worker()
     assert ledgers[0] == ledgers[1] and len(ledgers[0]) == 6
     with pytest.raises(ValueError, match="'round' must be >= 0"):
         message.record(CommLedger(), -1, SERVER, 0)
+
+
+def test_every_federated_estimator_takes_the_clients_ids():
+    """estimator_apps passes each node's point ids to client_role: every override accepts them."""
+    import inspect
+    import fedcore.algorithms.feca.deep  # noqa: F401 (DeepFeCA's estimator)
+    from fedcore.algorithms.base import FederatedEstimator
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    found = list(subclasses(FederatedEstimator))
+    assert {"DeepFeCA", "DCKMeans", "FeCA"} <= {cls.__name__ for cls in found}
+    for cls in found:
+        assert "ids" in inspect.signature(cls.client_role).parameters, cls.__name__

@@ -793,8 +793,10 @@ class DeepFeCA(FederatedEstimator):
                                         and bool(np.isfinite(centers).all())):
             raise ValueError("The state of this DeepFeCA is inconsistent: cluster_centers_")
 
-    def client_role(self, X: ArrayLike, client_id: int = 0) -> DeepFeCAClient:
-        """A :class:`DeepFeCAClient` holding ``X`` (and a copy of ``encoder``)."""
+    def client_role(self, X: ArrayLike, client_id: int = 0, *,
+                    ids: ArrayLike | None = None) -> DeepFeCAClient:
+        """A :class:`DeepFeCAClient` holding ``X`` (and a copy of ``encoder``); ``ids`` plays no
+        part (see :meth:`FederatedEstimator.client_role`)."""
         return DeepFeCAClient(X, client_id, self.encoder)
 
     def transform(self, X: ArrayLike) -> np.ndarray:
