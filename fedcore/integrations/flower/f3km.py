@@ -181,7 +181,7 @@ def run_server(grid: Any, estimator: BCDKM | FairKMeans, n_nodes: int,
                         f"got {type(estimator).__name__}")
     k = check_int(estimator.n_clusters, "n_clusters", min_value=1)
     max_iter = check_int(estimator.max_iter, "max_iter", min_value=1)
-    block_size = estimator._fit_params()["block_size"] if not fair else estimator.block_size
+    block_size = estimator.get_params().get("block_size", 1)  # CDKM: rows one at a time
     settings_ = {}
     if fair:
         delta, rho, lam, max_iter, tol = check_fair_params(
