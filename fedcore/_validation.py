@@ -134,6 +134,12 @@ def check_sample_weight(sample_weight, n_samples, name="sample_weight"):
     return np.ascontiguousarray(w, dtype=np.float64)
 
 
+#: NumPy's bit generators, by name: the ones whose state fedcore saves (fedcore.load) and lends
+#: to clients (fedcore.federation.protocol.stream_state).
+BIT_GENERATORS = {name: getattr(np.random, name)
+                  for name in ("MT19937", "PCG64", "PCG64DXSM", "Philox", "SFC64")}
+
+
 def check_random_state(random_state, name="random_state"):
     """Return a ``numpy.random.Generator`` from None, an int, or a Generator (used as is)."""
     if random_state is None:

@@ -77,6 +77,7 @@ from typing import IO
 
 import numpy as np
 
+from ._validation import BIT_GENERATORS
 from .algorithms.base import BaseEstimator
 
 __all__ = ["FORMAT", "VERSION", "load", "save"]
@@ -86,8 +87,7 @@ VERSION = 1
 
 _DOC = "__fedcore__"
 _BIG = 2 ** 53
-_BIT_GENERATORS = {name: getattr(np.random, name)
-                   for name in ("MT19937", "PCG64", "PCG64DXSM", "Philox", "SFC64")}
+_BIT_GENERATORS = BIT_GENERATORS
 _NON_FINITE = {"nan", "inf", "-inf"}
 _MAX_POOL = 1 << 16  # SeedSequence pool size (NumPy's default: 4 words)
 _INT = re.compile(r"-?[0-9]{1,4300}")

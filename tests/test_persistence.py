@@ -497,3 +497,51 @@ def test_an_altered_mufc_file_is_refused(tmp_path):
     model = CASES["MUFC"][1](CASES["MUFC"][0]())
     with pytest.raises(ValueError, match="participants"):
         fedcore.load(_altered(model, tmp_path, lambda m: m._active.append(10**6)))
+
+
+def test_models_saved_before_the_client_roles_take_removals_as_before(tmp_path):
+    """MUFC and DC-KM files of the layout before client roles (MUFC: the clients' vectors in
+    ``_vectors``, their encoders in the aggregator; DC-KM: ``_data``, ``_models``, ``_rng``,
+    ``_round``) load with roles rebuilt from that state and then remove exactly as before."""
+    m = fedcore.MUFC(3, client_clusters=2, random_state=0).fit(FED)
+    twin = copy.deepcopy(m)
+    roles = m._channel.clients
+    m._vectors = {l: r.vector for l, r in enumerate(roles)}
+    m._aggregator.clients = [r.encoder for r in roles]
+    m._aggregator._prepared = roles[0].prepared
+    del m._channel
+    old = _round_trip(m, tmp_path, "old_mufc.npz")
+    assert "_vectors" not in vars(old) and len(old._channel.clients) == len(roles)
+    ids = FED.client(1)[1][:2]
+    got, want = old.remove(1, ids), twin.remove(1, ids)
+    assert got.client_retrained == want.client_retrained
+    np.testing.assert_array_equal(old.cluster_centers_, twin.cluster_centers_)
+    assert old.comm_.summary() == twin.comm_.summary()
+
+    d = fedcore.DCKMeans(3, random_state=0).fit(FED)
+    twin = copy.deepcopy(d)
+    clients, server = d._channel.clients, d._server
+    d._data = {l: (c.X, c.ids) for l, c in enumerate(clients)}
+    d._models = {}
+    for l, c in enumerate(clients):
+        d._models[l] = fedcore.KMeans(3)
+        d._models[l].cluster_centers_, d._models[l].labels_ = c.centers, c.labels
+    d._rng, d._round, d._k, d._kp = server.rng, server.round, 3, 3
+    del d._channel, d._server
+    d.check_state()
+    assert "_models" not in vars(d)
+    d.remove(2, FED.client(2)[1][:3])
+    twin.remove(2, FED.client(2)[1][:3])
+    np.testing.assert_array_equal(d.cluster_centers_, twin.cluster_centers_)
+    assert d.comm_.summary() == twin.comm_.summary()
+
+
+def test_a_failed_mufc_removal_after_set_params_changes_nothing():
+    """The server role checks the parameters without taking them: a fitted model keeps the
+    K and K' it was fit with, also when a removal fails."""
+    m = fedcore.MUFC(3, client_clusters=2, random_state=0).fit(FED)
+    m.set_params(n_clusters=4, client_clusters=1)
+    before = pickle.dumps(m)
+    with pytest.raises(ValueError, match="unknown id"):
+        m.remove(0, [10**6])
+    assert pickle.dumps(m) == before

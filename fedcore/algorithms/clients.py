@@ -117,16 +117,14 @@ class HorizontalClient:
     ----------
     X : array-like of shape (n_samples, n_features), the client's data
     client_id : int, used in error messages
-    checked : bool, default=False
-        ``X`` is a client array of a federation that :func:`check_federation` returned (an
-        in-process fit): it is kept as is instead of being checked again.
-
-    Subclasses implement ``handle(message)``.
+    Subclasses implement ``handle(message)``. Inside fedcore, an in-process fit passes
+    ``_checked=True`` for client arrays of a federation that :func:`check_federation` returned:
+    they are kept as they are instead of being checked again (not for other callers).
     """
 
-    def __init__(self, X: ArrayLike, client_id: int = 0, *, checked: bool = False) -> None:
+    def __init__(self, X: ArrayLike, client_id: int = 0, *, _checked: bool = False) -> None:
         self.client_id = check_int(client_id, "client_id", min_value=0)
-        self.X = X if checked else check_array(X, f"X of client {self.client_id}")
+        self.X = X if _checked else check_array(X, f"X of client {self.client_id}")
 
     def check_size(self, n_clusters: int, name: str = "client_clusters") -> None:
         """Refuse a client with fewer than ``n_clusters`` points, naming ``name``."""

@@ -17,11 +17,13 @@ nodes, so one method has one implementation and one ledger on both engines.
 
 What the ledger counts
 ----------------------
-A message's *payload* is every field except those declared with ``diagnostic()`` (reports the
-server keeps, such as the indices of the centroids a FeCA client removed, which the method does
-not need). Its size is the number of payload elements (an array counts its ``size``, a scalar
-counts one) and its bits (``bits_per_element`` per element: the itemsize of an array's dtype times
-8, 64 for a scalar; a message type may narrow it, e.g. to the width of a prime field). Setup
+A message's *payload* is every field except those declared with ``diagnostic()``: reports the
+server keeps (such as the indices of the centroids a FeCA client removed, which the method does
+not need) and data that travel but that the papers' counts leave out (a lent stream's state, a
+deployed client's public key), each named in its message's docstring. Its size is the number
+of payload elements (an array counts its ``size``, a scalar counts one) and its bits
+(``bits_per_element`` per element: the itemsize of an array's dtype times 8, 64 for a scalar; a
+message type may narrow it, e.g. to the width of a prime field). Setup
 messages (``counted = False``: the settings and random seed each client receives before the first
 round) configure the run and are not part of any paper's communication count; the ledger leaves
 them out, and so does it for requests whose payload is empty (a server asking for a reply).
@@ -47,7 +49,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import numba
 import numpy as np
 
-from .._validation import check_int
+from .._validation import BIT_GENERATORS, check_int
 from ..kernels.parallel import single_threaded_kernels
 from .ledger import SERVER, CommLedger
 
@@ -68,7 +70,8 @@ class ProtocolError(RuntimeError):
 
 
 def diagnostic(**kwargs: Any) -> Any:
-    """A dataclass field that travels for reporting only: not counted in the ledger."""
+    """A dataclass field that travels but is not counted in the ledger: a report, or data the
+    method's communication count leaves out (see the module's notes)."""
     return dataclasses.field(metadata={"diagnostic": True}, **kwargs)
 
 
@@ -308,9 +311,7 @@ def generator_from_seed(entropy: str | int, spawn_key: Sequence[int]) -> np.rand
     return np.random.Generator(np.random.PCG64(seq))
 
 
-_BIT_GENERATORS = {cls.__name__: cls for cls in (np.random.PCG64, np.random.PCG64DXSM,
-                                                 np.random.Philox, np.random.MT19937,
-                                                 np.random.SFC64)}
+_BIT_GENERATORS = BIT_GENERATORS
 
 
 def _to_json(value):
@@ -342,27 +343,28 @@ def stream_state(rng: np.random.Generator) -> str:
 
 
 def _state(text):
+    """``(bit generator class, a bit generator in that state)``; ProtocolError if ``text`` is
+    not a valid state of one of NumPy's bit generators."""
     try:
         state = _from_json(json.loads(text))
         cls = _BIT_GENERATORS[state["bit_generator"]]
-    except (TypeError, ValueError, KeyError) as exc:
+        bit_generator = cls(0)  # only the state travels, not the lender's seed sequence (spawn)
+        bit_generator.state = state
+    except (TypeError, ValueError, KeyError, OverflowError) as exc:
         raise ProtocolError(f"Not a random stream's state: {exc}") from None
-    return cls, state
+    return cls, bit_generator
 
 
 def generator_from_stream(text: str) -> np.random.Generator:
     """A Generator that continues the stream whose state :func:`stream_state` wrote."""
-    cls, state = _state(text)
-    bit_generator = cls(0)  # only the state travels: its seed sequence (spawn) is not the lender's
-    bit_generator.state = state
-    return np.random.Generator(bit_generator)
+    return np.random.Generator(_state(text)[1])
 
 
 def resume_stream(rng: np.random.Generator, text: str) -> None:
     """Move ``rng`` (in place) to the state a client returned: ``rng`` continues where the
     client's draws ended."""
-    cls, state = _state(text)
+    cls, bit_generator = _state(text)
     if cls is not type(rng.bit_generator):
         raise ProtocolError(f"A client returned the state of a {cls.__name__} stream for a "
                             f"{type(rng.bit_generator).__name__} one")
-    rng.bit_generator.state = state
+    rng.bit_generator.state = bit_generator.state

@@ -105,8 +105,6 @@ class DCKMClient(HorizontalClient):
     client_id : int
     ids : array-like of shape (n_samples,), the global ids of the rows; None means
         ``arange(n_samples)``
-    checked : bool, default=False, ``X`` and ``ids`` come from a checked federation (see
-        :class:`~fedcore.algorithms.clients.HorizontalClient`)
 
     Attributes
     ----------
@@ -116,12 +114,12 @@ class DCKMClient(HorizontalClient):
     """
 
     def __init__(self, X: ArrayLike, client_id: int = 0, ids: ArrayLike | None = None, *,
-                 checked: bool = False) -> None:
-        super().__init__(X, client_id, checked=checked)
+                 _checked: bool = False) -> None:
+        super().__init__(X, client_id, _checked=_checked)
         self.X = self.X.copy()
         n = self.X.shape[0]
         self.ids = np.arange(n, dtype=np.int64) if ids is None else \
-            (np.array(ids) if checked else check_ids(ids, f"ids of client {self.client_id}")
+            (np.array(ids) if _checked else check_ids(ids, f"ids of client {self.client_id}")
              .copy())
         if self.ids.shape[0] != n:
             raise ValueError(f"Argument 'ids' of client {self.client_id} holds "
@@ -285,7 +283,7 @@ class DCKMeans(FederatedEstimator):
         server = self.server_role()
         federation = check_federation(federation, server.client_clusters, "n_clusters" if
                                       self.client_clusters is None else "client_clusters")
-        channel = InProcessChannel([DCKMClient(X_l, l, ids_l, checked=True)
+        channel = InProcessChannel([DCKMClient(X_l, l, ids_l, _checked=True)
                                     for l, (X_l, ids_l) in enumerate(federation)], n_jobs=1)
         self._store_result(server.run(channel))  # validated: only now does the model change
         self._server, self._channel = server, channel
@@ -315,6 +313,41 @@ class DCKMeans(FederatedEstimator):
             removal = self._server.remove(self._channel, client_id, ids)
             self._store_result(removal.result)
         return MUFCRemovalReport(True, True, int(ids.size), removal.timings)
+
+    def check_state(self) -> None:
+        """Refuse an inconsistent fitted state (see
+        :meth:`fedcore.algorithms.base.BaseEstimator.check_state`); a model saved before DC-KM
+        ran on client roles (its clients' data in ``_data``, their k-means in ``_models``) gets
+        its roles, so that it takes removals as before."""
+        super().check_state()
+        if "_models" in self.__dict__ and "_channel" not in self.__dict__:
+            self._give_roles()
+        if "_channel" in self.__dict__:
+            clients = self._channel.clients
+            if not (isinstance(self._channel, InProcessChannel) and clients
+                    and all(isinstance(c, DCKMClient) for c in clients)
+                    and isinstance(self._server, DCKMServer)
+                    and len(self._server.centers) == len(clients)):
+                raise ValueError("The state of this DCKMeans is inconsistent: its client roles")
+
+    def _give_roles(self):
+        server = self.server_role()
+        server.rng, server.round = self._rng, self._round
+        clients = []
+        for l in sorted(self._data):
+            X, ids = self._data[l]
+            client = DCKMClient(X, l, ids, _checked=True)
+            model = self._models[l]
+            client.client_clusters, client.n_init = self._kp, self.n_init
+            client.centers, client.labels = model.cluster_centers_, model.labels_
+            clients.append(client)
+        server.centers = [c.centers for c in clients]
+        server.sizes = [np.bincount(c.labels, minlength=self._kp).astype(np.int64)
+                        for c in clients]
+        self._server = server
+        self._channel = InProcessChannel(clients, n_jobs=1, ledger=self.comm_)
+        for name in ("_data", "_models", "_rng", "_round", "_k", "_kp"):
+            self.__dict__.pop(name, None)
 
     def federated_inertia(self) -> float:
         """Federated objective ([MUFC] eq. (2)) with induced global clusters ([MUFC] Def. 3.1)."""

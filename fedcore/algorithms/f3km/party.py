@@ -157,8 +157,8 @@ class CDParty:
     ----------
     X : ndarray of shape (n_samples, d_h), float32 or float64, C order
     k : int, number of clusters
-    labels : int64 ndarray of shape (n_samples,), the party's view of the indicator matrix F
-        (in one process all parties share the server's array; a node keeps its own copy)
+    labels : int64 ndarray of shape (n_samples,), the party's own view of the indicator matrix
+        F (kept in step with the server's by the decisions it receives)
     codes : int64 ndarray of shape (n_samples, A) or None, from :func:`encode_party_groups`
     n_groups : int
     alpha, beta : float64 ndarray of shape (n_groups,), bounds of the party's groups

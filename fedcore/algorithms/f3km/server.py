@@ -336,14 +336,12 @@ class SweepServer:
     total_sumsq : float, T = sum of the parties' centred sums of squares
     ledger : CommLedger or None, the channel's ledger when the fit keeps one; None for a
         single-machine fit, whose only party then runs whole sweeps in one kernel
-    fair : bool, unused (the parties' set-up says whether they run F3KM); kept for callers
 
     The ledger's rounds are the parties' (``round``): one per evaluated range.
     """
 
     def __init__(self, parties: _Parties, labels: np.ndarray, k: int, block_size: int,
-                 total_sumsq: float, ledger: CommLedger | None = None,
-                 fair: bool = False) -> None:
+                 total_sumsq: float, ledger: CommLedger | None = None) -> None:
         self.parties = parties
         self.labels = labels
         self.k = k
@@ -351,7 +349,6 @@ class SweepServer:
         self.block_size = block_size
         self.total_sumsq = total_sumsq
         self.ledger = ledger
-        self.fair = fair
         self.counts = np.bincount(labels, minlength=k).astype(np.int64)
         rows = min(block_size, K.SEGMENT_ROWS)
         self.phi = np.empty((rows, k))

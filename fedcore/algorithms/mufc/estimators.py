@@ -167,7 +167,7 @@ class MUFC(BaseEstimator):
         check_random_state(self.random_state)
         self._k, self._kp = k, kp  # validated: only now does the model change
         keys = SimulatedKeys()  # in process the server's setup deals the clients' keys
-        roles = [MUFCClient(X_l, l, ids_l, checked=True, keys=keys)
+        roles = [MUFCClient(X_l, l, ids_l, _checked=True, keys=keys)
                  for l, (X_l, ids_l) in enumerate(federation)]
         channel = InProcessChannel(roles, n_jobs=1)  # the simulated keys are shared: in turn
         self.fit_report_ = self._server_role().run(channel, keys=keys)
@@ -231,9 +231,6 @@ class MUFC(BaseEstimator):
     def _kp_name(self):
         """The argument that sets K': client_clusters, or n_clusters when it is None."""
         return "n_clusters" if self.client_clusters is None else "client_clusters"
-
-    def _check_params(self):
-        self._k, self._kp = self._resolve_params()
 
     def _resolve_params(self):
         """Validate the parameters; returns ``(K, K')`` (the model is not changed)."""
@@ -343,14 +340,7 @@ class MUFC(BaseEstimator):
         """
         check_is_fitted(self, "_clients")
         l = check_int(client_id, "client_id", min_value=0, max_value=len(self._clients) - 1)
-        if l not in self._active:
-            raise ValueError(f"Argument 'client_id': client {l} was removed")
-        ids = check_ids(ids, "ids")
-        left = sum(self._clients[c].n_samples_ for c in self._active) - ids.shape[0]
-        if left < self._k:
-            raise ValueError(f"Argument 'ids': removing {ids.shape[0]} point(s) would leave "
-                             f"{left} point(s) in the federation, fewer than n_clusters = "
-                             f"{self._k}")
+        ids = self._check_removal(l, ids, {c: self._clients[c].n_samples_ for c in self._active})
         with self._transaction(removing=l):
             report = self._server_role().run_removal(self._channel, l, ids)
             self._after_round()
@@ -368,6 +358,19 @@ class MUFC(BaseEstimator):
                                                             sum(sizes[l] for l in ids))
             self._after_round()
         return report
+
+    def _check_removal(self, l, ids, sizes):
+        """Validated ids of a request to remove points of participant ``l`` (``sizes``:
+        {participant: points}); nothing changes."""
+        if l not in self._active:
+            raise ValueError(f"Argument 'client_id': client {l} was removed")
+        ids = check_ids(ids, "ids")
+        left = sum(sizes.values()) - ids.shape[0]
+        if left < self._k:
+            raise ValueError(f"Argument 'ids': removing {ids.shape[0]} point(s) would leave "
+                             f"{left} point(s) in the federation, fewer than n_clusters = "
+                             f"{self._k}")
+        return ids
 
     def _check_client_removal(self, client_ids, sizes):
         """Validated (ids to remove, remaining clients); ``sizes``: {active client: points}."""
@@ -475,7 +478,7 @@ class MUFC(BaseEstimator):
         roles = []
         for l, model in enumerate(self._clients):
             role = MUFCClient(np.empty((0, model.n_features_in_)), l,
-                              np.empty(0, dtype=np.int64), checked=True, keys=keys)
+                              np.empty(0, dtype=np.int64), _checked=True, keys=keys)
             role.X = role.ids = None  # as after a set-up: the model holds the points
             role.model, role.vector = model, self.__dict__.get("_vectors", {}).get(l)
             role.quantizer = self._quantizer if self._QUANTIZES else None

@@ -257,8 +257,6 @@ class MUFCClient(HorizontalClient):
     X : array-like of shape (n_samples, n_features), the client's data
     client_id : int
     ids : array-like of shape (n_samples,), the global ids of its rows (None: ``arange``)
-    checked : bool, ``X`` and ``ids`` come from a checked federation (see
-        :class:`~fedcore.algorithms.clients.HorizontalClient`)
     keys : SimulatedKeys or None, the in-process key dealer (None: the client cannot encode
         securely here; deployed clients agree keys as in :mod:`fedcore.integrations.flower.mufc`)
 
@@ -273,11 +271,11 @@ class MUFCClient(HorizontalClient):
     """
 
     def __init__(self, X: ArrayLike, client_id: int = 0, ids: ArrayLike | None = None, *,
-                 checked: bool = False, keys: SimulatedKeys | None = None) -> None:
-        super().__init__(X, client_id, checked=checked)
+                 _checked: bool = False, keys: SimulatedKeys | None = None) -> None:
+        super().__init__(X, client_id, _checked=_checked)
         n = self.X.shape[0]
         self.ids = np.arange(n, dtype=np.int64) if ids is None else \
-            (np.asarray(ids) if checked else check_ids(ids, f"ids of client {self.client_id}"))
+            (np.asarray(ids) if _checked else check_ids(ids, f"ids of client {self.client_id}"))
         if self.ids.shape[0] != n:
             raise ValueError(f"Argument 'ids' of client {self.client_id} holds "
                              f"{self.ids.shape[0]} ids for {n} rows")

@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..._validation import check_int
 from ...federation.protocol import Channel, expect, seed_fields
 from .estimators import MUFC, MUFCRemovalReport
 from .roles import (KeySharesRequest, MUFCHello, MUFCJoin, MUFCPrepare, MUFCPrepared, MUFCReady,
@@ -49,33 +49,12 @@ class MUFCServer:
     """
 
     def __init__(self, estimator: MUFC, *, deployed: bool = False) -> None:
-        estimator._check_params()
+        estimator._resolve_params()  # checked; a fitted estimator keeps the K, K' it was fit with
         self.model = estimator
         self.deployed = deployed
         self.public_keys = np.empty((0, 32), dtype=np.uint8)
         self.sizes = {}
         self.dropped = []
-
-    # ------------------------------------------------------------------ set-up
-    def client_setup(self, client_id: int, rng: np.random.Generator) -> dict[str, Any]:
-        """What client ``client_id`` needs to seed and encode (sent once, before round 0):
-        ``client_clusters``, ``client_refine``, the grid (``low``, ``scale``, ``gamma``,
-        ``phase`` or None), the seed of its random generator (``entropy``, a decimal string,
-        and ``spawn_key``: :func:`~fedcore.federation.protocol.seed_fields`) and SCMA's public
-        parameters (``scma``, None for a plaintext sum)."""
-        m, q = self.model, self.model._quantizer
-        entropy, spawn_key = seed_fields(rng)
-        scma = m._aggregator.setup.public_config() if m.secure else None
-        if not m._QUANTIZES:
-            return {"client_id": int(client_id), "client_clusters": int(m._kp),
-                    "client_refine": m._client_refine(), "low": None, "scale": 1.0,
-                    "gamma": 1.0, "phase": None, "entropy": entropy,
-                    "spawn_key": tuple(int(k) for k in spawn_key), "scma": scma}
-        return {"client_id": int(client_id), "client_clusters": int(m._kp),
-                "client_refine": m._client_refine(), "low": q.low,
-                "scale": float(q.scale), "gamma": float(q.gamma), "phase": q.phase,
-                "entropy": entropy, "spawn_key": tuple(int(k) for k in spawn_key),
-                "scma": scma}
 
     # ------------------------------------------------------------------ rounds
     @property
@@ -87,6 +66,13 @@ class MUFCServer:
         """Open the round of a removal request; returns its number."""
         self.model.n_rounds_ += 1
         return self.model.n_rounds_
+
+    def check_removal(self, client_id: int, ids: ArrayLike) -> np.ndarray:
+        """The ids of a request to remove points of client ``client_id`` ([MUFC] Alg. 4,
+        cross-silo), checked against :attr:`sizes`: a participant, integer ids without repeats,
+        enough points left for ``n_clusters``. Nothing changes."""
+        l = check_int(client_id, "client_id", min_value=0)
+        return self.model._check_removal(l, ids, self.sizes)
 
     def check_client_removal(self, client_ids: ArrayLike, sizes: Mapping[int, int]) -> list[int]:
         """The ids of a request to remove clients ([MUFC] Alg. 4, cross-device), checked: known
@@ -108,6 +94,7 @@ class MUFCServer:
         fit's report; the estimator's ``comm_`` is ``channel.ledger``. ``keys``: the in-process
         key dealer, given the SCMA setup before the clients are set up."""
         m = self.model
+        m._k, m._kp = m._resolve_params()
         agree = m.bounds is None and m._QUANTIZES  # SimplifiedFC needs no grid
         replies = channel.broadcast(MUFCHello(agree, bool(m.secure)), round_number=0)
         joins = [expect(replies[l], MUFCJoin, "server") for l in range(channel.n_clients)]
@@ -134,14 +121,18 @@ class MUFCServer:
         return self.publish(bins, counts, True, timings, 0, True)
 
     def setup_message(self, client_id: int, rng: np.random.Generator) -> MUFCSetup:
-        """:meth:`client_setup` as the message to client ``client_id``."""
-        s = self.client_setup(client_id, rng)
+        """What client ``client_id`` needs to seed and encode, sent once before round 0: its
+        settings, the seed of its random generator ``rng``
+        (:func:`~fedcore.federation.protocol.seed_fields`), the grid (none for SimplifiedFC,
+        which sends its centers) and SCMA's public parameters."""
+        m, q = self.model, self.model._quantizer
+        entropy, spawn_key = seed_fields(rng)
         none = np.empty(0)
-        return MUFCSetup(s["client_id"], s["client_clusters"], s["client_refine"], s["entropy"],
-                         np.asarray(s["spawn_key"], dtype=np.int64), s["low"] is not None,
-                         none if s["low"] is None else s["low"], s["scale"], s["gamma"],
-                         none if s["phase"] is None else s["phase"], s["scma"] is not None,
-                         "" if s["scma"] is None else json.dumps(s["scma"]), self.public_keys)
+        grid = (q.low, float(q.scale), float(q.gamma), none if q.phase is None else q.phase) \
+            if m._QUANTIZES else (none, 1.0, 1.0, none)
+        scma = json.dumps(m._aggregator.setup.public_config()) if m.secure else ""
+        return MUFCSetup(int(client_id), int(m._kp), m._client_refine(), entropy, spawn_key,
+                         m._QUANTIZES, *grid, m.secure, scma, self.public_keys)
 
     def run_removal(self, channel: Channel, client_id: int, ids: np.ndarray) -> MUFCRemovalReport:
         """One removal request over ``channel`` ([MUFC] Alg. 4, cross-silo): client
@@ -190,11 +181,11 @@ class MUFCServer:
             round_keys = {l: bytes(key) for l, key in zip(order, keys)}
             sealed = channel.exchange({l: KeySharesRequest(r, participants, keys)
                                        for l in order}, round_number=r)
-            boxes = {u: expect(sealed[u], SealedShares, "server").boxes for u in order}
-            for v in order:  # client u's boxes are for the others in increasing order
-                shares[v] = np.stack([boxes[u][[h for h in order if h != u].index(v)]
-                                      for u in order if u != v]) if len(order) > 1 else \
-                    shares[v]
+            boxes = [expect(sealed[u], SealedShares, "server").boxes for u in order]
+            for j, v in enumerate(order):  # client i's boxes: the others in increasing order
+                if len(order) > 1:
+                    shares[v] = np.stack([boxes[i][j - (j > i)] for i in range(len(order))
+                                          if i != j])
         requests = {l: MUFCRound(r, participants, ids if l == client_id else no_ids, shares[l])
                     for l in order}
         dropped, unmask = [], None

@@ -234,12 +234,15 @@ class DISServer:
         when ``method="vkmc"``: the parties cluster one after another from one stream)
     rng : numpy.random.Generator, the run's stream (the server's and the parties' draws, in
         order: VKMC's local clusterings party by party, the party counts, each party's draws)
+    n_samples : int, rows of the federation (the parties' replies are checked against it)
     """
 
-    def __init__(self, m: int, request: LocalScores, rng: np.random.Generator) -> None:
+    def __init__(self, m: int, request: LocalScores, rng: np.random.Generator,
+                 n_samples: int) -> None:
         self.m = check_int(m, "m", min_value=1)
         self.request = request
         self.rng = rng
+        self.n_samples = check_int(n_samples, "n_samples", min_value=1)
 
     def run(self, channel: Channel) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(indices, weights, party_counts, party_totals)``; the messages are in
@@ -261,14 +264,24 @@ class DISServer:
         parts = []
         for j in range(T):
             reply = _lend(channel, j, PartyCount(int(counts[j])), rng, 1, request_round=0)
-            parts.append(expect(reply, SampledRows, "server").rows)
+            rows = expect(reply, SampledRows, "server").rows
+            if rows.shape != (int(counts[j]),) or rows.dtype.kind not in "iu" or (
+                    rows.size and not 0 <= rows.min() <= rows.max() < self.n_samples):
+                raise ProtocolError(f"Party {j} sent {rows.shape} rows of dtype {rows.dtype} "
+                                    f"for {int(counts[j])} draws among {self.n_samples} rows")
+            parts.append(rows.astype(np.int64, copy=False))
         indices = np.concatenate(parts)
         # Round 3 ([VFLC] Alg. 1 lines 9-10): each party sends its scores of S; the server weights
         # the draws.
         replies = channel.broadcast(SampleSet(indices), round_number=2, request_round=1)
-        row_scores = expect(replies[0], RowScores, "server").scores.copy()
+        scores = [expect(replies[j], RowScores, "server").scores for j in range(T)]
+        for j, part in enumerate(scores):
+            if part.shape != (m,) or part.dtype != np.float64:
+                raise ProtocolError(f"Party {j} sent scores of shape {part.shape} and dtype "
+                                    f"{part.dtype} for the {m} rows drawn")
+        row_scores = scores[0].copy()
         for j in range(1, T):
-            row_scores += expect(replies[j], RowScores, "server").scores
+            row_scores += scores[j]
         weights = total / (m * row_scores)
         return indices, weights, counts, totals
 
@@ -281,9 +294,9 @@ def _lend(channel, party, request, rng, round_number, request_round=None):
     return reply
 
 
-def _run_dis(parties, m, request, rng):
+def _run_dis(parties, m, request, rng, n):
     channel = InProcessChannel(parties, n_jobs=1)
-    indices, weights, counts, totals = DISServer(m, request, rng).run(channel)
+    indices, weights, counts, totals = DISServer(m, request, rng, n).run(channel)
     return indices, weights, counts, totals, channel.ledger
 
 
@@ -300,7 +313,7 @@ def dis_sample(scores: np.ndarray, m: int, rng: np.random.Generator, *,
     """
     parties = [CoresetParty(party_id=j, scores=scores[j]) for j in range(scores.shape[0])]
     request = LocalScores("given", floor is not None, 0.0 if floor is None else float(floor))
-    return _run_dis(parties, m, request, rng)
+    return _run_dis(parties, m, request, rng, scores.shape[1])
 
 
 class VerticalCoreset(BaseEstimator):
@@ -483,7 +496,7 @@ def vkmc_coreset(federation: VerticalFederation, m: int, n_clusters: int, *,
 def _coreset(parties, m, beta, n, rng, method, **settings):
     """The :class:`Coreset` of DIS over ``parties`` whose local scores come from ``method``."""
     request = LocalScores(method, beta is not None, 0.0 if beta is None else 1.0 / n, **settings)
-    indices, weights, counts, _, ledger = _run_dis(parties, m, request, rng)
+    indices, weights, counts, _, ledger = _run_dis(parties, m, request, rng, n)
     return Coreset(indices, weights, ledger, n, party_counts=counts, outlier_fraction=beta)
 
 

@@ -16,8 +16,9 @@ from numpy.typing import ArrayLike
 
 from ..._validation import (check_fitted_array, check_fitted_centers, check_int,
                             check_random_state, check_scalar)
-from ...federation.protocol import (Channel, InProcessChannel, Message, diagnostic, expect,
-                                    generator_from_stream, resume_stream, stream_state)
+from ...federation.protocol import (Channel, InProcessChannel, Message, ProtocolError,
+                                    diagnostic, expect, generator_from_stream, resume_stream,
+                                    stream_state)
 from ...federation.vertical import VerticalFederation
 from ...kernels.kmeans.distances import assign_nearest
 from ..base import BaseEstimator, check_is_fitted
@@ -149,6 +150,12 @@ class DistDimServer:
             request = LocalClustering(sent_weights, sent_rows, int(local_k[j]),
                                       stream=stream_state(rng), **self.kmeans)
             reply = expect(channel.exchange({j: request}, start)[j], LocalLabels, "server")
+            if reply.labels.shape != (n_rows,) or reply.centers.shape[0] != local_k[j] or \
+                    reply.labels.dtype.kind not in "iu" or (n_rows and not (
+                        0 <= reply.labels.min() <= reply.labels.max() < local_k[j])):
+                raise ProtocolError(f"Party {j} sent labels of shape {reply.labels.shape} and "
+                                    f"centers of shape {reply.centers.shape} for {n_rows} rows "
+                                    f"and {local_k[j]} local clusters")
             resume_stream(rng, reply.stream)
             labels[:, j] = reply.labels
             local_centers.append(reply.centers)

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -114,9 +115,20 @@ def describe(message: Message) -> tuple[str, str, dict[str, int]]:
 #: whatever message arrives.
 HANDLERS = {action: handle_message for action in ACTIONS}
 
-# The handlers by action before the F3KM roles (deprecated names: each is handle_message).
-handle_setup = handle_seed = handle_init = handle_objectives = handle_change = handle_duals = \
-    handle_report = handle_close = handle_message
+def _deprecated_handler(name):
+    def handler(msg: Any, context: Any, defaults: Any = None) -> Any:
+        warnings.warn(f"{name} is deprecated: every F3KM node message goes to handle_message",
+                      DeprecationWarning, stacklevel=2)
+        return handle_message(msg, context, defaults)
+    handler.__name__ = handler.__qualname__ = name
+    handler.__doc__ = f"Deprecated: :func:`handle_message` (the node handler of {name[7:]})."
+    return handler
+
+
+# The handlers by action before the F3KM roles, kept for custom ClientApps (they warn).
+handle_setup, handle_seed, handle_init, handle_objectives, handle_change, handle_duals, \
+    handle_report, handle_close = (_deprecated_handler(f"handle_{action}") for action in (
+        "setup", "seed", "init", "objectives", "change", "duals", "report", "close"))
 
 
 def _float_list(value, name):

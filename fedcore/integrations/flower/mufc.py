@@ -57,7 +57,6 @@ DEFAULTS = {
     "data-seed": 0, "dropout-threshold": 0, "client-refine": False,
 }
 
-_STATE = "fedcore-mufc"
 
 
 @dataclass
@@ -149,9 +148,7 @@ def run_server(grid: Any, model: MUFC, n_nodes: int,
             report = server.run_client_removal(channel, gone,
                                                sum(server.sizes[l] for l in gone))
         else:
-            if int(client) not in server.participants:
-                raise ValueError(f"Removal request for unknown or removed client {client}")
-            report = server.run_removal(channel, int(client), np.asarray(ids, dtype=np.int64))
+            report = server.run_removal(channel, int(client), server.check_removal(client, ids))
         report.timings["round_wall"] = time.perf_counter() - t0
         reports.append(report)
     return MUFCFlowerResult(model.cluster_centers_, model.aggregate_, model.comm_, reports,

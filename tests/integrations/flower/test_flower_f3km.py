@@ -106,7 +106,7 @@ def _fail_in_sweep(partition, sweep):
         pid = int(context.node_config["partition-id"])
         if pid == partition and int(msg.content["config"]["sweep"]) == sweep:
             raise RuntimeError(f"disk failure on partition {pid}")
-        return f3km.handle_objectives(msg, context, defaults)
+        return f3km.handle_message(msg, context, defaults)
     return objectives
 
 

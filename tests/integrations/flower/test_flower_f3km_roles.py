@@ -80,10 +80,18 @@ def test_replaced_handler_sees_the_sweep_and_its_failure_names_the_stage(monkeyp
         if int(context.node_config["partition-id"]) == 1 and \
                 int(msg.content["config"]["sweep"]) == 2:
             raise RuntimeError("disk failure")
-        return f3km.handle_objectives(msg, context, defaults)
+        return f3km.handle_message(msg, context, defaults)
 
     with pytest.raises(FlowerRoundError, match="disk failure") as info:
         _run(BCDKM(3, block_size=60, random_state=1), _data(3, 240, 1), 3,
              handlers={"objectives": objectives})
     assert info.value.stage.startswith("train.objectives sweep 2 rows ")
     assert list(info.value.failures) == [101]
+
+
+def test_the_handlers_by_action_are_deprecated_names_of_handle_message(monkeypatch):
+    calls = []
+    monkeypatch.setattr(f3km, "handle_message", lambda *args: calls.append(args) or "reply")
+    with pytest.warns(DeprecationWarning, match="handle_seed is deprecated"):
+        assert f3km.handle_seed("msg", "context", {"a": 1}) == "reply"
+    assert calls == [("msg", "context", {"a": 1})]

@@ -32,8 +32,8 @@ def test_vkmc_coreset_and_distdim_on_flower_equal_in_process():
 
     def coreset_run(channel):
         request = LocalScores("vkmc", False, 0.0, n_clusters=3, local_max_iter=1)
-        indices, weights, counts, _ = DISServer(150, request,
-                                                np.random.default_rng(3)).run(channel)
+        indices, weights, counts, _ = DISServer(150, request, np.random.default_rng(3),
+                                                n).run(channel)
         return Coreset(indices, weights, channel.ledger, n, party_counts=counts)
 
     got_cs = _simulate(coreset_run, lambda X, ids, j: CoresetParty(X, j))
