@@ -113,13 +113,14 @@ class LocalCenters(Message):
 class HorizontalClient:
     """Base of the client roles of horizontal methods: holds one client's data, checked.
 
+    Subclasses implement ``handle(message)``. Inside fedcore, an in-process fit passes
+    ``_checked=True`` for client arrays of a federation that :func:`check_federation` returned:
+    they are kept as they are instead of being checked again (not for other callers).
+
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features), the client's data
     client_id : int, used in error messages
-    Subclasses implement ``handle(message)``. Inside fedcore, an in-process fit passes
-    ``_checked=True`` for client arrays of a federation that :func:`check_federation` returned:
-    they are kept as they are instead of being checked again (not for other callers).
     """
 
     def __init__(self, X: ArrayLike, client_id: int = 0, *, _checked: bool = False) -> None:
