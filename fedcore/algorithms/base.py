@@ -63,7 +63,7 @@ class BaseEstimator:
             When the state holds something that cannot be saved without pickle (a function,
             a lambda, a thread pool, an open file, an instance of a class outside fedcore...),
             naming it by its attribute path, e.g.
-            ``"MUFC._aggregator.clients[3]._cache: cannot save a function (...)"``. Nothing is
+            ``"MUFC._channel.clients[3].encoder._cache: cannot save a function (...)"``. Nothing is
             written then.
 
         Notes

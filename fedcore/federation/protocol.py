@@ -79,11 +79,13 @@ class Message:
     """Base class of every message of fedcore's protocol (subclasses are frozen dataclasses).
 
     Class attributes a subclass may set: ``kind`` (the ledger's name for it; default the class
-    name), ``counted`` (False for setup messages, see the module's notes).
+    name), ``counted`` (False for setup messages, see the module's notes), ``element_bits``
+    (a fixed width for every element; default the dtypes').
     """
 
     kind: ClassVar[str] = ""
     counted: ClassVar[bool] = True
+    element_bits: ClassVar[int] = 0
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -94,7 +96,11 @@ class Message:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     def bits_per_element(self, name: str, value: Any) -> int:
-        """Bits of one element of field ``name`` on the wire (dtype width; 64 for scalars)."""
+        """Bits of one element of field ``name`` on the wire: ``element_bits`` when the message
+        type sets it (a count fixed by the method, e.g. 64-bit numbers whatever the dtype), else
+        the dtype's width (64 for scalars)."""
+        if self.element_bits:
+            return self.element_bits
         return value.dtype.itemsize * 8 if isinstance(value, np.ndarray) else 64
 
     def size(self) -> tuple[int, int]:
@@ -104,15 +110,16 @@ class Message:
         if known is not None:
             return known
         names, widths = _payload_names(type(self))
+        fixed = self.element_bits
         elements = bits = 0
         for name in names:
             value = getattr(self, name)
             if isinstance(value, np.ndarray):
                 n = int(value.size)
-                width = value.dtype.itemsize * 8 if widths is None else \
-                    widths(self, name, value)
+                width = fixed or (value.dtype.itemsize * 8 if widths is None else
+                                  widths(self, name, value))
             else:
-                n, width = 1, 64 if widths is None else widths(self, name, value)
+                n, width = 1, fixed or (64 if widths is None else widths(self, name, value))
             elements += n
             bits += n * width
         known = self.__dict__[_SIZE] = (elements, bits)  # a frozen message keeps its size
@@ -194,6 +201,15 @@ class Channel:
         party counts, [VFLC] Alg. 1 line 6) belongs to that round.
         """
         raise NotImplementedError
+
+    def exchange_tolerant(self, requests: Mapping[int, Message], round_number: int, *,
+                          at_least: int, what: str) -> tuple[dict[int, Message], dict[int, str]]:
+        """:meth:`exchange` for a round that survives clients dropping out: ``(replies,
+        failures)``, ``failures`` being ``{client: reason}`` of the clients that failed or did
+        not answer. A channel whose clients cannot drop out (in process) answers every request
+        or raises; the Flower channel reports the nodes that failed, and raises when fewer than
+        ``at_least`` answered (``what`` names that bound)."""
+        return self.exchange(requests, round_number), {}
 
     def broadcast(self, message: Message, round_number: int, *,
                   request_round: int | None = None) -> dict[int, Message]:

@@ -68,13 +68,10 @@ class DCKMCenters(Message):
     as [MUFC] Appendix M.2 counts DC-KM's upload."""
 
     kind = "centers+sizes"
+    element_bits = 64  # centers and sizes are counted as 64-bit numbers (see above)
     centers: np.ndarray
     sizes: np.ndarray
     stream: str = diagnostic()
-
-    def bits_per_element(self, name: str, value: object) -> int:
-        """64: centers and sizes are counted as 64-bit numbers (see the class notes)."""
-        return 64
 
 
 class DCKMResult(NamedTuple):

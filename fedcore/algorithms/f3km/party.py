@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..._validation import check_array, check_int
 from ...federation.protocol import Message, ProtocolError, diagnostic
 from ...kernels.cd import kmeans as K
 from ...kernels.kmeans.distances import pairwise_sq_distances
@@ -538,7 +539,8 @@ class F3KMParty:
     After the set-up it keeps a :class:`CDParty` (statistics, Theta_h, U_h and its own copy of
     the labels), the rho and fairness scale of the current sweep, and the proposals of the last
     :class:`ProposedLabels` until the server decides. ``handle`` answers the messages of the
-    module's table (the data are checked by the caller).
+    module's table; the block is checked at the set-up, and every row range, row and label a
+    message carries before a kernel reads it (:class:`ProtocolError` otherwise).
     """
 
     def __init__(self, X: np.ndarray, groups: ArrayLike | Sequence[ArrayLike] | None = None,
@@ -578,8 +580,28 @@ class F3KMParty:
                                 f"{type(message).__name__} before its F3KMSetup")
         return answer(self, message)
 
+    def _rows(self, lo, hi):
+        """``(lo, hi)`` of a server message, checked against the party's rows (the kernels
+        index by them)."""
+        lo, hi = int(lo), int(hi)
+        if not 0 <= lo <= hi <= self.X.shape[0]:
+            raise ProtocolError(f"F3KM party {self.party_id} got rows {lo}:{hi} of "
+                                f"{self.X.shape[0]}")
+        return lo, hi
+
+    def _labels(self, labels, count):
+        """Labels of a server message as int64, checked: ``count`` of them, in [0, k)."""
+        labels = np.ascontiguousarray(labels, dtype=np.int64)
+        if labels.shape != (count,) or (count and not 0 <= labels.min() <= labels.max()
+                                        < self.party.k):
+            raise ProtocolError(f"F3KM party {self.party_id} got {labels.shape} labels for "
+                                f"{count} rows and {self.party.k} clusters")
+        return labels
+
     def _setup(self, m: F3KMSetup) -> PartyInfo:
+        self.X = check_array(self.X, f"X of F3KM party {self.party_id}")
         n = self.X.shape[0]
+        check_int(m.n_clusters, "n_clusters", min_value=1, max_value=n)
         if not m.fair:
             codes, L, eta = None, 0, np.zeros(0)
         elif self.encoded is not None:
@@ -593,11 +615,15 @@ class F3KMParty:
                          self.X.dtype.name)
 
     def _seed(self, m: SeedRow) -> SeedDistances:
-        return SeedDistances(self.party.seed_distances(int(m.row)))
+        row = int(m.row)
+        if not 0 <= row < self.X.shape[0]:
+            raise ProtocolError(f"F3KM party {self.party_id} got seed row {row} of "
+                                f"{self.X.shape[0]}")
+        return SeedDistances(self.party.seed_distances(row))
 
     def _init(self, m: InitialLabels) -> ExplainedPart | PartyParts:
         p = self.party
-        p.labels[:] = m.labels
+        p.labels[:] = self._labels(m.labels, self.X.shape[0])
         if p.n_groups:
             p.alpha, p.beta = group_bounds(self.eta, self.delta, m.alpha if m.alpha.size else None,
                                            m.beta if m.beta.size else None)
@@ -610,15 +636,17 @@ class F3KMParty:
 
     def _objectives(self, m: RowObjectives) -> Objectives:
         p = self.party
+        lo, hi = self._rows(m.lo, m.hi)
         p.prepare_objectives(self.rho, self.fair_scale)
-        out = np.zeros((m.hi - m.lo, p.k))
-        p.add_row_objectives(m.lo, m.hi, out)
+        out = np.zeros((hi - lo, p.k))
+        p.add_row_objectives(lo, hi, out)
         return Objectives(out)
 
     def _change(self, m: ProposedLabels) -> ObjectiveChange:
-        proposals = np.ascontiguousarray(m.labels, dtype=np.int64)
-        part = self.party.move_change(m.lo, m.hi, proposals, 0, self.rho, self.fair_scale)
-        self.held = (m.lo, m.hi, proposals)
+        lo, hi = self._rows(m.lo, m.hi)
+        proposals = self._labels(m.labels, hi - lo)
+        part = self.party.move_change(lo, hi, proposals, 0, self.rho, self.fair_scale)
+        self.held = (lo, hi, proposals)
         return ObjectiveChange(float(part))
 
     def _move(self, lo, hi, labels):
@@ -635,7 +663,8 @@ class F3KMParty:
         return _NOTED
 
     def _moved(self, m: MovedLabels) -> Noted:
-        self._move(m.lo, m.hi, np.ascontiguousarray(m.labels, dtype=np.int64))
+        lo, hi = self._rows(m.lo, m.hi)
+        self._move(lo, hi, self._labels(m.labels, hi - lo))
         return _NOTED
 
     def _duals(self, m: DualUpdate) -> DualParts:
@@ -649,13 +678,16 @@ class F3KMParty:
 
     def _report(self, m: FinalReport) -> PartyResult:
         p = self.party
-        block, sse, counts = final_center_block(p.X, p.labels, p.k,
-                                                np.asarray(m.seed_rows, dtype=np.int64))
+        seeds = np.asarray(m.seed_rows, dtype=np.int64)
+        if seeds.shape != (p.k,) or not 0 <= seeds.min() <= seeds.max() < self.X.shape[0]:
+            raise ProtocolError(f"F3KM party {self.party_id} got seed rows of shape "
+                                f"{seeds.shape} for {p.k} clusters and {self.X.shape[0]} rows")
+        block, sse, counts = final_center_block(p.X, p.labels, p.k, seeds)
         balance = p.balance_part(counts, self.eta) if p.n_groups else _NO_BOUNDS
         return PartyResult(block, sse, balance, p.alpha, p.beta)
 
     def _sweep(self, m: LocalSweep) -> SweepDone:
-        p, size = self.party, int(m.block_size)
+        p, size = self.party, check_int(m.block_size, "block_size", min_value=1)
         if self._buffers is None or self._buffers[1].shape[0] != size:
             self._buffers = (np.empty((min(size, K.SEGMENT_ROWS), p.k)),
                              np.empty(size, dtype=np.int64))

@@ -72,15 +72,12 @@ class MUFCJoin(Message):
     uncounted (MUFC's count is of the vectors)."""
 
     kind = "bounds"
+    element_bits = 64  # (see above)
     low: np.ndarray
     high: np.ndarray
     n_samples: int = diagnostic()
     n_features: int = diagnostic()
     public_key: np.ndarray = diagnostic()  # uint8 (32,): a deployed client's X25519 key
-
-    def bits_per_element(self, name: str, value: Any) -> int:
-        """64 (see the class notes)."""
-        return 64
 
 
 @dataclass(frozen=True, eq=False)

@@ -183,7 +183,11 @@ class CoresetParty:
     def __init__(self, X: ArrayLike | None = None, party_id: int = 0, *,
                  y: ArrayLike | None = None, scores: ArrayLike | None = None) -> None:
         self.party_id = check_int(party_id, "party_id", min_value=0)
-        self.X, self.y, self.given = X, y, scores
+        name = f"party {self.party_id}"
+        self.X = None if X is None else check_array(X, f"X of {name}")
+        self.y = None if y is None else check_array(y, f"y of {name}", ensure_2d=False,
+                                                    dtype=("float64",), n_features=1)
+        self.given = None if scores is None else _check_scores([scores])[0]
         self.scores = None
 
     def handle(self, message: Message) -> Message:
@@ -196,13 +200,14 @@ class CoresetParty:
             raise ProtocolError(f"{name} has no scores yet: expected a LocalScores first, got "
                                 f"{type(message).__name__}")
         if isinstance(message, PartyCount):
+            check_int(message.count, "count", min_value=0)
             if message.count == 0:
                 return SampledRows(np.empty(0, dtype=np.int64), message.stream)
             rng = generator_from_stream(message.stream)
             rows = _sample_rows(self.scores, rng.random(message.count))
             return SampledRows(rows, stream_state(rng))
         m = expect(message, SampleSet, name)
-        return RowScores(self.scores[m.rows])
+        return RowScores(self.scores[_check_rows(m.rows, self.scores.shape[0], name)])
 
     def _local_scores(self, m):
         stream = m.stream
@@ -213,6 +218,8 @@ class CoresetParty:
                                                                self.y])
             scores = _leverage_scores(A, np.empty(A.shape[0]))
         elif m.method == "vkmc":
+            check_int(m.n_clusters, "n_clusters", min_value=1, max_value=self.X.shape[0])
+            check_int(m.local_max_iter, "local_max_iter", min_value=0)
             rng = generator_from_stream(m.stream)
             centers = _local_clustering(self.X, m.n_clusters, m.local_max_iter, rng)
             scores = np.empty(self.X.shape[0])
@@ -264,12 +271,12 @@ class DISServer:
         parts = []
         for j in range(T):
             reply = _lend(channel, j, PartyCount(int(counts[j])), rng, 1, request_round=0)
-            rows = expect(reply, SampledRows, "server").rows
-            if rows.shape != (int(counts[j]),) or rows.dtype.kind not in "iu" or (
-                    rows.size and not 0 <= rows.min() <= rows.max() < self.n_samples):
-                raise ProtocolError(f"Party {j} sent {rows.shape} rows of dtype {rows.dtype} "
-                                    f"for {int(counts[j])} draws among {self.n_samples} rows")
-            parts.append(rows.astype(np.int64, copy=False))
+            rows = _check_rows(expect(reply, SampledRows, "server").rows, self.n_samples,
+                               f"the server (from party {j})")
+            if rows.shape[0] != counts[j]:
+                raise ProtocolError(f"Party {j} sent {rows.shape[0]} rows for {int(counts[j])} "
+                                    "draws")
+            parts.append(rows)
         indices = np.concatenate(parts)
         # Round 3 ([VFLC] Alg. 1 lines 9-10): each party sends its scores of S; the server weights
         # the draws.
@@ -292,6 +299,15 @@ def _lend(channel, party, request, rng, round_number, request_round=None):
     reply = channel.exchange({party: request}, round_number, request_round=request_round)[party]
     resume_stream(rng, reply.stream)
     return reply
+
+
+def _check_rows(rows, n, name):
+    """Row ids of a message (int, in [0, n)) as int64; ProtocolError naming ``name`` if not
+    (a negative id would index from the end)."""
+    if rows.ndim != 1 or rows.dtype.kind not in "iu" or (
+            rows.size and not 0 <= rows.min() <= rows.max() < n):
+        raise ProtocolError(f"{name} got row ids outside [0, {n}) or not integers")
+    return rows.astype(np.int64, copy=False)
 
 
 def _run_dis(parties, m, request, rng, n):

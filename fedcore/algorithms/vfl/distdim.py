@@ -22,7 +22,7 @@ from ...federation.protocol import (Channel, InProcessChannel, Message, Protocol
 from ...federation.vertical import VerticalFederation
 from ...kernels.kmeans.distances import assign_nearest
 from ..base import BaseEstimator, check_is_fitted
-from .coreset import check_vertical_range
+from .coreset import _check_rows, check_vertical_range
 from .coreset_result import Coreset, _check_federation, check_coreset, coreset_rows
 from ..kmeans.lloyd import KMeans
 
@@ -97,8 +97,11 @@ class DistDimParty:
         if m.rows.size == 0:  # full data, unit weights
             X, weights = self.X, np.ones(self.X.shape[0])
         else:
-            X = self.X[m.rows]
             n = self.X.shape[0]
+            X = self.X[_check_rows(m.rows, n, f"party {self.party_id}")]
+            if m.weights.size and m.weights.shape != m.rows.shape:
+                raise ProtocolError(f"party {self.party_id} got {m.weights.shape[0]} weights "
+                                    f"for {m.rows.shape[0]} rows")
             weights = m.weights if m.weights.size else np.full(m.rows.shape[0],
                                                                n / m.rows.shape[0])
         rng = generator_from_stream(m.stream)

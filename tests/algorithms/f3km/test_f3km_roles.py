@@ -96,3 +96,18 @@ def test_local_parties_is_a_deprecated_channel_of_roles():
         warnings.simplefilter("error")
         history, n_iter, _ = run_bcd(server, parties, 10)
     assert np.all(np.diff(history) <= 1e-9 * history[0]) and n_iter >= 1
+
+
+def test_a_party_refuses_rows_and_labels_outside_its_data_before_a_kernel_reads_them():
+    """A node's party trusts no message: row ranges, seed rows and labels are checked."""
+    from fedcore.algorithms.f3km import party as P
+    rng = np.random.default_rng(0)
+    party = P.F3KMParty(rng.random((20, 2)), None, 3)
+    party.handle(P.F3KMSetup(3, False, 0.2))
+    bad = [P.RowObjectives(5, 21, 0), P.RowObjectives(-1, 4, 0), P.SeedRow(20, 0),
+           P.ProposedLabels(np.array([0, 3]), 0, 2, 0), P.ProposedLabels(np.zeros(3), 0, 2, 0),
+           P.MovedLabels(np.array([-1]), 4, 5),
+           P.InitialLabels(np.zeros(19, dtype=np.int64), 0.0, 1.0, np.empty(0), np.empty(0))]
+    for message in bad:
+        with pytest.raises(ProtocolError, match="party 3"):
+            party.handle(message)

@@ -80,3 +80,24 @@ def test_distdim_counts_the_weights_only_where_the_parties_cannot_know_them():
         own = model.comm_.messages[len(coreset.comm.messages):]
         assert sum(e.n_elements for e in own if e.kind == "weights") == 3 * sent
         assert all(e.receiver != SERVER for e in own if e.kind == "weights")
+
+
+def test_parties_refuse_bad_data_and_row_ids_before_using_them():
+    """Row ids must lie in [0, n) (a negative id would silently index from the end); a
+    party's own data and scores are checked when it is built."""
+    from fedcore.algorithms.vfl.coreset import LocalScores
+    from fedcore.algorithms.vfl.distdim import DistDimParty, LocalClustering
+    party = CoresetParty(party_id=1, scores=np.ones(5))
+    party.handle(LocalScores("given", False, 0.0))
+    with pytest.raises(ProtocolError, match="party 1 got row ids outside"):
+        party.handle(SampleSet(np.array([0, -1])))
+    with pytest.raises(ValueError, match="non-negative"):
+        CoresetParty(party_id=0, scores=np.array([1.0, -2.0]))
+    with pytest.raises(ValueError, match="X of party 0"):
+        CoresetParty(np.array([[1.0, np.nan]]), 0)
+    dd = DistDimParty(np.random.default_rng(0).random((8, 2)), 2)
+    from fedcore.federation.protocol import stream_state
+    request = LocalClustering(np.empty(0), np.array([1, 8]), 2, stream=stream_state(
+        np.random.default_rng(0)), n_init=1, max_iter=5, tol=0.0)
+    with pytest.raises(ProtocolError, match="party 2 got row ids outside"):
+        dd.handle(request)
