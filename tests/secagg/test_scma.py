@@ -68,7 +68,8 @@ def scma_problem(draw):
         universe = kw["index_space"]
     elif space == "coords":
         d = draw(st.integers(1, 3))
-        b = draw(st.integers(1, max(1, int((p - 1) ** (1 / d)))))
+        # (a float root of p - 1 may round above it: 2**61 - 2 becomes 2**61)
+        b = draw(st.integers(1, max(1, min(p - 1, int((p - 1) ** (1 / d))))))
         kw = dict(n_dims=d, bins=b)
         universe = b ** d
     else:

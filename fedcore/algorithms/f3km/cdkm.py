@@ -68,7 +68,8 @@ def run_in_process(server, arrays, fed, k, rng, encoded=None):
     them); a single machine (``fed`` None) is seeded on its rows here."""
     initial = _initial_labels(arrays[0], k, rng) if fed is None else None
     encoded = [None] * len(arrays) if encoded is None else encoded
-    roles = [F3KMParty(A, None, j, encoded=e) for j, (A, e) in enumerate(zip(arrays, encoded))]
+    roles = [F3KMParty(A, None, j, encoded=e, _checked=True)
+             for j, (A, e) in enumerate(zip(arrays, encoded))]
     return server.run(InProcessChannel(roles, n_jobs=1), initial)
 
 

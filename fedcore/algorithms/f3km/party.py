@@ -545,7 +545,11 @@ class F3KMParty:
 
     def __init__(self, X: np.ndarray, groups: ArrayLike | Sequence[ArrayLike] | None = None,
                  party_id: int = 0, *,
-                 encoded: tuple[np.ndarray | None, int, np.ndarray] | None = None) -> None:
+                 encoded: tuple[np.ndarray | None, int, np.ndarray] | None = None,
+                 _checked: bool = False) -> None:
+        # _checked (inside fedcore only): an in-process fit's party, whose block the estimator
+        # checked and whose messages come from fedcore's own server in this process.
+        self._checked = _checked
         self.X = X
         self.groups = groups
         self.encoded = encoded
@@ -584,7 +588,7 @@ class F3KMParty:
         """``(lo, hi)`` of a server message, checked against the party's rows (the kernels
         index by them)."""
         lo, hi = int(lo), int(hi)
-        if not 0 <= lo <= hi <= self.X.shape[0]:
+        if not self._checked and not 0 <= lo <= hi <= self.X.shape[0]:
             raise ProtocolError(f"F3KM party {self.party_id} got rows {lo}:{hi} of "
                                 f"{self.X.shape[0]}")
         return lo, hi
@@ -592,14 +596,16 @@ class F3KMParty:
     def _labels(self, labels, count):
         """Labels of a server message as int64, checked: ``count`` of them, in [0, k)."""
         labels = np.ascontiguousarray(labels, dtype=np.int64)
-        if labels.shape != (count,) or (count and not 0 <= labels.min() <= labels.max()
-                                        < self.party.k):
+        if self._checked:
+            return labels
+        if labels.shape != (count,) or not K.labels_in_range(labels, self.party.k):
             raise ProtocolError(f"F3KM party {self.party_id} got {labels.shape} labels for "
                                 f"{count} rows and {self.party.k} clusters")
         return labels
 
     def _setup(self, m: F3KMSetup) -> PartyInfo:
-        self.X = check_array(self.X, f"X of F3KM party {self.party_id}")
+        if not self._checked:
+            self.X = check_array(self.X, f"X of F3KM party {self.party_id}")
         n = self.X.shape[0]
         check_int(m.n_clusters, "n_clusters", min_value=1, max_value=n)
         if not m.fair:

@@ -62,7 +62,18 @@ __all__ = [
     "bcd_sweep",
     "partition_sums",
     "partition_sse",
+    "labels_in_range",
 ]
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def labels_in_range(labels, k):
+    """Whether every entry of ``labels`` (int64, IN) lies in ``[0, k)``: one pass, for the
+    labels a party receives before a kernel indexes its statistics by them."""
+    for i in range(labels.shape[0]):
+        if labels[i] < 0 or labels[i] >= k:
+            return False
+    return True
+
 
 # Rows evaluated per objective buffer; a range larger than this is evaluated in segments, so the
 # buffer is O(SEGMENT_ROWS * k), never O(n * k).
