@@ -127,6 +127,22 @@ def _refresh_screen(centers, screen):
         screen.roots[j] = np.sqrt(acc)
 
 
+class Nearest(NamedTuple):
+    """Scratch of the exact block scan, one entry per row of a block (``BLOCK_ROWS``): the rows'
+    distances to the current center, the two smallest so far and the first center at the
+    smallest."""
+    dist: np.ndarray
+    best: np.ndarray
+    second: np.ndarray
+    arg: np.ndarray
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _nearest_scratch():
+    return Nearest(np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS),
+                   np.empty(BLOCK_ROWS, dtype=np.int64))
+
+
 @njit(cache=NUMBA_CACHE, nogil=True)
 def _screen_block(X, rows, centers, screen, nearest, labels, lower, distances):
     """Nearest center of each row in ``rows`` (exact, lowest index on ties) through one BLAS
@@ -134,13 +150,14 @@ def _screen_block(X, rows, centers, screen, nearest, labels, lower, distances):
 
     The shifted rows are stored transposed, so the product ``shifted @ block_t`` has one row per
     center and the running two smallest approximations are updated across rows as vector lanes,
-    branch-free. ``nearest`` (3, BLOCK_ROWS) float64 scratch.
+    branch-free. ``nearest``: :class:`Nearest` scratch (``dist`` holds the rows' squared
+    norms).
     """
     m = rows.shape[0]
     d = X.shape[1]
     k = centers.shape[0]
     block_t = np.empty((d, m), dtype=screen.shifted.dtype)
-    norms = np.empty(m)
+    norms = nearest.dist
     for r in range(m):
         i = rows[r]
         acc = 0.0
@@ -150,10 +167,10 @@ def _screen_block(X, rows, centers, screen, nearest, labels, lower, distances):
             acc += t * t
         norms[r] = acc
     out = np.dot(screen.shifted, block_t)  # (k, m)
-    m1, m2, j1 = nearest[0], nearest[1], nearest[2]
+    m1, m2, j1 = nearest.best, nearest.second, nearest.arg
     m1[:m] = np.inf
     m2[:m] = np.inf
-    j1[:m] = 0.0
+    j1[:m] = 0
     for j in range(k):
         row = out[j]
         norm = screen.norms[j]
@@ -172,7 +189,7 @@ def _screen_block(X, rows, centers, screen, nearest, labels, lower, distances):
         i = rows[r]
         nx = norms[r]
         x = np.sqrt(nx)
-        best = np.int64(j1[r])
+        best = j1[r]
         s = x + screen.roots[best]
         upper = m1[r] + eps * s * s + tiny * (2.0 * s * root_d + d + 1.0)  # >= exact d(x, c_best)
         s = x + root_max
@@ -196,16 +213,25 @@ def _screen_block(X, rows, centers, screen, nearest, labels, lower, distances):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def _block_distances(X, rows, centers_t, block_t, dists_t):
-    """OUT ``dists_t[j, r]``: the exact kernel's squared distance from ``X[rows[r]]`` to center
-    ``j`` (``block_t`` (d, BLOCK_ROWS) scratch: the rows, transposed)."""
+def _scan_block(X, rows, centers_t, block_t, nearest, labels, lower, distances):
+    """Nearest center of each row in ``rows`` by the exact scan, a block of rows at a time.
+
+    The rows are transposed into ``block_t`` (d, BLOCK_ROWS) so that the innermost loops run
+    over rows: each distance is still summed over features in order, with the same roundings as
+    :func:`~fedcore.kernels.kmeans.distances.row_distances` (same bits), but the rows of a block are
+    independent vector lanes instead of one dependency chain each. Each center's distances update
+    the running two smallest (:class:`Nearest` scratch) while they are in cache, branch-free. OUT
+    ``labels``, ``distances`` (lowest index on ties) and ``lower`` (the exact distance to the
+    nearest other center).
+    """
     m = rows.shape[0]
     d, k = centers_t.shape
     for r in range(m):
+        i = rows[r]
         for f in range(d):
-            block_t[f, r] = np.float64(X[rows[r], f])
+            block_t[f, r] = np.float64(X[i, f])
+    acc, best, second, arg = nearest.dist, nearest.best, nearest.second, nearest.arg
     for j in range(k):
-        acc = dists_t[j]
         acc[:m] = 0.0
         for f in range(d):
             c = centers_t[f, j]
@@ -213,36 +239,20 @@ def _block_distances(X, rows, centers_t, block_t, dists_t):
             for r in range(m):
                 t = x[r] - c
                 acc[r] += t * t
-
-
-@njit(cache=NUMBA_CACHE, nogil=True)
-def _scan_block(X, rows, centers_t, block_t, dists_t, nearest, labels, lower, distances):
-    """Nearest center of each row in ``rows`` by the exact scan, a block of rows at a time.
-
-    The rows are transposed into ``block_t`` (d, BLOCK_ROWS) so that the innermost loops run
-    over rows: each distance is still summed over features in order, with the same roundings as
-    :func:`~fedcore.kernels.kmeans.distances.row_distances` (same bits), but the rows of a block are
-    independent vector lanes instead of one dependency chain each, and the running minimum is
-    branch-free. ``nearest`` (3, BLOCK_ROWS) scratch. OUT ``labels``, ``distances`` (lowest index
-    on ties) and ``lower`` (the exact distance to the nearest other center).
-    """
-    _block_distances(X, rows, centers_t, block_t, dists_t)
-    m = rows.shape[0]
-    best, second, arg = nearest[0], nearest[1], nearest[2]
-    for r in range(m):
-        best[r] = dists_t[0, r]
-        second[r] = np.inf
-        arg[r] = 0.0
-    for j in range(1, centers_t.shape[1]):
-        v = dists_t[j]
+        if j == 0:
+            best[:m] = acc[:m]
+            second[:m] = np.inf
+            arg[:m] = 0
+            continue
         for r in range(m):
-            closer = v[r] < best[r]
-            second[r] = best[r] if closer else (v[r] if v[r] < second[r] else second[r])
+            v = acc[r]
+            closer = v < best[r]
+            second[r] = best[r] if closer else min(v, second[r])
             arg[r] = j if closer else arg[r]
-            best[r] = v[r] if closer else best[r]
+            best[r] = v if closer else best[r]
     for r in range(m):
         i = rows[r]
-        labels[i] = np.int64(arg[r])
+        labels[i] = arg[r]
         distances[i] = best[r]
         lower[i] = np.sqrt(second[r])
 
@@ -252,7 +262,6 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
                 distances):
     """E-step of rows ``start:stop``: OUT ``labels``, ``distances`` (exact, as the plain scan);
     IN/OUT ``lower`` (rows whose bound proves their label skip the scan; 0: no bound yet)."""
-    k = centers.shape[0]
     pending = np.empty(stop - start, dtype=np.int64)
     m = 0
     for i in range(start, stop):
@@ -267,18 +276,16 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
                 continue
         pending[m] = i
         m += 1
+    nearest = _nearest_scratch()
     if screen is not None:
-        nearest = np.empty((3, BLOCK_ROWS))
         for b in range(0, m, BLOCK_ROWS):
             _screen_block(X, pending[b:min(m, b + BLOCK_ROWS)], centers, screen, nearest, labels,
                           lower, distances)
     else:
         block_t = np.empty((X.shape[1], BLOCK_ROWS))
-        dists_t = np.empty((k, BLOCK_ROWS))
-        nearest = np.empty((3, BLOCK_ROWS))
         for b in range(0, m, BLOCK_ROWS):
-            _scan_block(X, pending[b:min(m, b + BLOCK_ROWS)], centers_t, block_t, dists_t,
-                        nearest, labels, lower, distances)
+            _scan_block(X, pending[b:min(m, b + BLOCK_ROWS)], centers_t, block_t, nearest,
+                        labels, lower, distances)
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
