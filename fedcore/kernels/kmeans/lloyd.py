@@ -138,12 +138,6 @@ class Nearest(NamedTuple):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def _nearest_scratch():
-    return Nearest(np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS),
-                   np.empty(BLOCK_ROWS, dtype=np.int64))
-
-
-@njit(cache=NUMBA_CACHE, nogil=True)
 def _screen_block(X, rows, centers, screen, nearest, labels, lower, distances):
     """Nearest center of each row in ``rows`` (exact, lowest index on ties) through one BLAS
     product; ``lower`` gets a lower bound on the distance to every other center.
@@ -240,9 +234,10 @@ def _scan_block(X, rows, centers_t, block_t, nearest, labels, lower, distances):
                 t = x[r] - c
                 acc[r] += t * t
         if j == 0:
-            best[:m] = acc[:m]
-            second[:m] = np.inf
-            arg[:m] = 0
+            for r in range(m):
+                best[r] = acc[r]
+                second[r] = np.inf
+                arg[r] = 0
             continue
         for r in range(m):
             v = acc[r]
@@ -276,7 +271,8 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
                 continue
         pending[m] = i
         m += 1
-    nearest = _nearest_scratch()
+    nearest = Nearest(np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS),
+                      np.empty(BLOCK_ROWS, dtype=np.int64))
     if screen is not None:
         for b in range(0, m, BLOCK_ROWS):
             _screen_block(X, pending[b:min(m, b + BLOCK_ROWS)], centers, screen, nearest, labels,
@@ -288,7 +284,7 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
                         labels, lower, distances)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def _chunk_statistics(X, weights, labels, distances, start, stop, sums, weight_sums):
     """OUT ``sums`` (k, d) and ``weight_sums`` (k,): the M-step sums of rows ``start:stop`` in
     row order; returns their weighted inertia."""
@@ -305,7 +301,7 @@ def _chunk_statistics(X, weights, labels, distances, start, stop, sums, weight_s
     return acc
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def _merge(part_sums, part_weights, part_inertia, n_parts, center_sums, weight_sums, inertia):
     """Add the first ``n_parts`` chunk partials, in chunk order, to the totals; returns the
     inertia so far."""
@@ -386,7 +382,7 @@ def half_separation(centers, out):
     return out
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def _farthest_rows(weights, distances, count):
     """The ``count`` positive-weight rows of largest ``distances``, largest first, ties by lowest
     row index (fewer when fewer rows have positive weight): one pass, kept in a sorted buffer."""
@@ -407,7 +403,7 @@ def _farthest_rows(weights, distances, count):
     return best[:size]
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sums):
     """Give each empty cluster the farthest positive-weight row (deterministic rule).
 
@@ -443,7 +439,7 @@ def relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sum
         lower[row] = 0.0
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def _record(trace, it, labels, lower, distances, centers, moved):
     trace = grow_trace(trace, it)
     trace.labels[it] = labels
@@ -454,7 +450,7 @@ def _record(trace, it, labels, lower, distances, centers, moved):
     return trace
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def _update_centers(centers, center_sums, weight_sums, take_prior, dirty, next_prior, drifts):
     """Mean update (clean clusters of a sparse replay take the prior's next centers). OUT
     ``drifts`` (k,): how far each center moved; returns the total squared shift."""
@@ -478,7 +474,7 @@ def _update_centers(centers, center_sums, weight_sums, take_prior, dirty, next_p
     return shift
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def _loosen_bounds(labels, lower, drifts):
     """The bound update of [Hamerly]: each row's lower bound drops by the largest move of a center
     other than its own."""
@@ -487,7 +483,7 @@ def _loosen_bounds(labels, lower, drifts):
         lower[i] -= runner if labels[i] == top_j else top
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def _same_labels(labels, labels_old):
     """Whether no label changed; OUT ``labels_old`` = ``labels``."""
     same = True
