@@ -29,7 +29,7 @@ from numba import njit, prange
 
 from ..._config import CHUNK_SIZE, NUMBA_CACHE
 from ..parallel import chunked_kernel
-from .distances import own_distance
+from .distances import own_distance, own_distances
 from .lloyd_replay import (LloydTrace, center_moves, grow_trace, mark_dirty, prime_bounds,
                            sparse_estep, sparse_sums, top_two)
 
@@ -128,10 +128,11 @@ def _refresh_screen(centers, screen):
 
 
 class Nearest(NamedTuple):
-    """Scratch of the exact block scan, one entry per row of a block (``BLOCK_ROWS``): the rows'
-    distances to the current center, the two smallest so far and the first center at the
-    smallest."""
+    """Scratch of the block scans, one entry per row of a block (``BLOCK_ROWS``): the rows'
+    distances to the current center, exact distances, the two smallest so far and the first
+    center at the smallest."""
     dist: np.ndarray
+    exact: np.ndarray
     best: np.ndarray
     second: np.ndarray
     arg: np.ndarray
@@ -144,15 +145,36 @@ def _screen_block(X, rows, centers, screen, nearest, labels, lower, distances):
 
     The shifted rows are stored transposed, so the product ``shifted @ block_t`` has one row per
     center and the running two smallest approximations are updated across rows as vector lanes,
-    branch-free. ``nearest``: :class:`Nearest` scratch (``dist`` holds the rows' squared
-    norms).
+    branch-free; then the exact distances to the best approximations, four rows at a time
+    (:func:`~fedcore.kernels.kmeans.distances.own_distances`). Rows are shifted and transposed
+    four at a time too (four independent norm sums). ``nearest``: :class:`Nearest` scratch
+    (``dist`` holds the rows' squared norms).
     """
     m = rows.shape[0]
     d = X.shape[1]
     k = centers.shape[0]
     block_t = np.empty((d, m), dtype=screen.shifted.dtype)
     norms = nearest.dist
-    for r in range(m):
+    full = m - m % 4
+    for r in range(0, full, 4):
+        i0, i1, i2, i3 = rows[r], rows[r + 1], rows[r + 2], rows[r + 3]
+        s0 = s1 = s2 = s3 = 0.0
+        for f in range(d):
+            shift = screen.shift[f]
+            block_t[f, r] = np.float64(X[i0, f]) - shift
+            block_t[f, r + 1] = np.float64(X[i1, f]) - shift
+            block_t[f, r + 2] = np.float64(X[i2, f]) - shift
+            block_t[f, r + 3] = np.float64(X[i3, f]) - shift
+            t0 = np.float64(block_t[f, r])
+            t1 = np.float64(block_t[f, r + 1])
+            t2 = np.float64(block_t[f, r + 2])
+            t3 = np.float64(block_t[f, r + 3])
+            s0 += t0 * t0
+            s1 += t1 * t1
+            s2 += t2 * t2
+            s3 += t3 * t3
+        norms[r], norms[r + 1], norms[r + 2], norms[r + 3] = s0, s1, s2, s3
+    for r in range(full, m):
         i = rows[r]
         acc = 0.0
         for f in range(d):
@@ -179,6 +201,7 @@ def _screen_block(X, rows, centers, screen, nearest, labels, lower, distances):
     root_max = 0.0
     for j in range(k):
         root_max = max(root_max, screen.roots[j])
+    own_distances(X, rows, centers, j1, nearest.exact)
     for r in range(m):
         i = rows[r]
         nx = norms[r]
@@ -190,13 +213,13 @@ def _screen_block(X, rows, centers, screen, nearest, labels, lower, distances):
         err_max = eps * s * s + tiny * (2.0 * s * root_d + d + 1.0)  # >= every center's error
         a = best
         if m2[r] - err_max > upper:  # c_best is the only candidate
-            dist = own_distance(X, i, centers, best)
+            dist = nearest.exact[r]
         else:  # every center whose interval reaches the upper bound, exactly
             dist = np.inf
             for j in range(k):
                 approx = nx - 2.0 * np.float64(out[j, r]) + screen.norms[j]
                 if approx - err_max <= upper:
-                    exact = own_distance(X, i, centers, j)
+                    exact = nearest.exact[r] if j == best else own_distance(X, i, centers, j)
                     if exact < dist:  # ascending j: the lowest index wins ties
                         dist = exact
                         a = j
@@ -257,22 +280,35 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
                 distances):
     """E-step of rows ``start:stop``: OUT ``labels``, ``distances`` (exact, as the plain scan);
     IN/OUT ``lower`` (rows whose bound proves their label skip the scan; 0: no bound yet)."""
-    pending = np.empty(stop - start, dtype=np.int64)
+    size = stop - start
+    pending = np.empty(size, dtype=np.int64)
+    bounded = np.empty(size, dtype=np.int64)
+    which = np.empty(size, dtype=np.int64)
+    own = np.empty(size)
     m = 0
-    for i in range(start, stop):
+    c = 0
+    for i in range(start, stop):  # rows with a bound, and rows to scan (their order is free)
         if lower[i] > 0.0:
-            a = labels[i]
-            dist = own_distance(X, i, centers, a)
-            root = np.sqrt(dist)
-            if root + margin < max(lower[i], half_sep[a]):
-                # |x - c_j| >= |c_a - c_j| - |x - c_a| >= 2 half_sep[a] - |x - c_a|
-                lower[i] = max(lower[i], 2.0 * half_sep[a] - root)
-                distances[i] = dist
-                continue
+            bounded[c] = i
+            which[c] = labels[i]
+            c += 1
+        else:
+            pending[m] = i
+            m += 1
+    own_distances(X, bounded[:c], centers, which, own)
+    for q in range(c):
+        i = bounded[q]
+        a = which[q]
+        root = np.sqrt(own[q])
+        if root + margin < max(lower[i], half_sep[a]):
+            # |x - c_j| >= |c_a - c_j| - |x - c_a| >= 2 half_sep[a] - |x - c_a|
+            lower[i] = max(lower[i], 2.0 * half_sep[a] - root)
+            distances[i] = own[q]
+            continue
         pending[m] = i
         m += 1
     nearest = Nearest(np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS),
-                      np.empty(BLOCK_ROWS, dtype=np.int64))
+                      np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS, dtype=np.int64))
     if screen is not None:
         for b in range(0, m, BLOCK_ROWS):
             _screen_block(X, pending[b:min(m, b + BLOCK_ROWS)], centers, screen, nearest, labels,
