@@ -44,6 +44,9 @@ BLOCK_ROWS = 128
 # (vectorized over rows) is as fast (measured from d = 2 to 50, k = 10 to 1000).
 SCREEN_MIN_WORK = 160
 SCREEN_MIN_CLUSTERS = 8
+# Rows of a chunk whose E-step is followed at once by their M-step sums: about this many bytes of
+# X, so that the sums read rows still in cache (a chunk of wide rows is larger than the cache).
+_SPAN_BYTES = 1 << 19
 # Chunk partial sums held at once (a "wave" of chunks is reduced before the next starts).
 _WAVE_BYTES = 1 << 20
 
@@ -321,12 +324,9 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
-def _chunk_statistics(X, weights, labels, distances, start, stop, sums, weight_sums):
-    """OUT ``sums`` (k, d) and ``weight_sums`` (k,): the M-step sums of rows ``start:stop`` in
-    row order; returns their weighted inertia."""
-    sums[:] = 0.0
-    weight_sums[:] = 0.0
-    acc = 0.0
+def _add_statistics(X, weights, labels, distances, start, stop, sums, weight_sums, acc):
+    """IN/OUT ``sums`` (k, d) and ``weight_sums`` (k,): the M-step sums, to which rows
+    ``start:stop`` are added in row order; returns ``acc`` plus their weighted inertia."""
     for i in range(start, stop):
         a = labels[i]
         w = weights[i]
@@ -576,11 +576,12 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     replay (a smaller, faster-compiling specialisation).
 
     Each E-step runs a ``prange`` over a wave of chunks (bounded, screened E-step and M-step
-    partials of each chunk), then merges the wave's partials in chunk order (``wave`` chunks at
-    a time, :func:`_wave_size`).
+    partials of each chunk, ``_SPAN_BYTES`` of rows at a time, the sums in row order), then
+    merges the wave's partials in chunk order (``wave`` chunks at a time, :func:`_wave_size`).
     """
     n, d = X.shape
     k = centers.shape[0]
+    span = max(BLOCK_ROWS, _SPAN_BYTES // (d * X.itemsize))
     labels_old = np.full(n, -1, dtype=np.int32)
     labels[:] = 0
     lower = np.zeros(n)
@@ -615,10 +616,16 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
                 for p in prange(n_parts):
                     start = (first + p) * CHUNK_SIZE
                     stop = min(n, start + CHUNK_SIZE)
-                    _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop,
-                                labels, lower, distances)
-                    part_inertia[p] = _chunk_statistics(X, weights, labels, distances, start,
-                                                        stop, part_sums[p], part_weights[p])
+                    part_sums[p] = 0.0
+                    part_weights[p] = 0.0
+                    acc = 0.0
+                    for lo in range(start, stop, span):  # E-step, then sums while in cache
+                        hi = min(stop, lo + span)
+                        _estep_rows(X, centers, centers_t, screen, half_sep, margin, lo, hi,
+                                    labels, lower, distances)
+                        acc = _add_statistics(X, weights, labels, distances, lo, hi,
+                                              part_sums[p], part_weights[p], acc)
+                    part_inertia[p] = acc
                 inertia = _merge(part_sums, part_weights, part_inertia, n_parts, center_sums,
                                  weight_sums, inertia)
         take_prior = False
