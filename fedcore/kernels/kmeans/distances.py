@@ -39,7 +39,7 @@ def own_distance(X, i, centers, a):
     return acc
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def own_distances(X, rows, centers, which, out):
     """OUT ``out[r]``: :func:`own_distance` from ``X[rows[r]]`` to ``centers[which[r]]``, the
     same bits, for ``r < rows.shape[0]``.

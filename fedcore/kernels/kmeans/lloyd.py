@@ -511,23 +511,26 @@ def _update_centers(centers, center_sums, weight_sums, take_prior, dirty, next_p
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
-def _loosen_bounds(labels, lower, drifts):
-    """The bound update of [Hamerly]: each row's lower bound drops by the largest move of a center
-    other than its own."""
+def _loosen_and_compare(labels, labels_old, lower, drifts, changed):
+    """The bound update of [Hamerly] (each row's lower bound drops by the largest move of a center
+    other than its own) and the label check, in one pass over chunks of rows; returns whether a
+    label differs from ``labels_old``, which is then set to ``labels``. ``changed`` (n_chunks,)
+    scratch."""
     top, top_j, runner = top_two(drifts)
-    for i in range(labels.shape[0]):
-        lower[i] -= runner if labels[i] == top_j else top
-
-
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
-def _same_labels(labels, labels_old):
-    """Whether no label changed; OUT ``labels_old`` = ``labels``."""
-    same = True
-    for i in range(labels.shape[0]):
-        if labels[i] != labels_old[i]:
-            same = False
-            labels_old[i] = labels[i]
-    return same
+    n = labels.shape[0]
+    for c in prange(changed.shape[0]):
+        flag = False
+        for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
+            a = labels[i]
+            lower[i] -= runner if a == top_j else top
+            if a != labels_old[i]:
+                flag = True
+                labels_old[i] = a
+        changed[c] = flag
+    for c in range(changed.shape[0]):
+        if changed[c]:
+            return True
+    return False
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
@@ -594,6 +597,7 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     moves = np.empty(k)
     dirty = np.ones(k, dtype=np.bool_)
     buf = np.empty(k)
+    changed = np.empty(n_chunks, dtype=np.bool_)
     kept = trace  # grown as needed (the argument itself must stay unassigned for the pruning)
     n_iter = 0
     inertia = 0.0
@@ -648,8 +652,7 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
         n_iter = it + 1
         shift = _update_centers(centers, center_sums, weight_sums, take_prior, dirty, next_prior,
                                 drifts)
-        _loosen_bounds(labels, lower, drifts)
-        if _same_labels(labels, labels_old) or shift <= tol:
+        if not _loosen_and_compare(labels, labels_old, lower, drifts, changed) or shift <= tol:
             max_iter = it + 1  # one more pass: the final E-step
     if trace is None:
         return inertia, n_iter, trace
