@@ -16,9 +16,10 @@ from ...kernels.kmeans.seeding import (apply_pending, center_gaps, chunk_sums, d
 __all__ = ["kmeans_plusplus"]
 
 # Work (rows x candidates x (features + 8), the 8 for the per-row bookkeeping) from which a greedy
-# pass runs on the thread pool: about 1 ms on one core. Smaller passes stay on this thread, since
-# a parallel region can wait milliseconds for its threads when the CPUs are busy.
-_GREEDY_PARALLEL_WORK = 1 << 22
+# pass runs on the thread pool: about 1 ms on one core (1e5 x 2, 4 candidates: 4e6, 1.7 ms).
+# Smaller passes stay on this thread, since a parallel region can wait milliseconds for its
+# threads when the CPUs are busy.
+_GREEDY_PARALLEL_WORK = 1 << 21
 
 
 def seed_from_uniforms(X, weights, uniforms, prefix=(), totals=None):
