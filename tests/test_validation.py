@@ -222,3 +222,29 @@ def test_bad_removal_ids_types():
     with pytest.raises(TypeError, match="'ids'"):
         model.remove(["a"])
     assert model.n_samples_ == 8
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", [0, 1, 5, 16383, 16384, 16385, 100_000, 2_200_000])
+def test_scan_values_equals_numpy(dtype, size):
+    """The bit-pattern scan (blocks, on Numba's threads from 2M entries) gives NumPy's largest
+    absolute value and the first non-finite index with the largest value before it: signed
+    zeros, subnormals and the extremes of the dtype included."""
+    from fedcore.kernels.summaries import scan_values
+    rng = np.random.default_rng(size)
+    info = np.finfo(dtype)
+    X = (rng.standard_normal(size) * 10).astype(dtype)
+    specials = np.array([-0.0, info.smallest_subnormal, -info.smallest_subnormal, info.max,
+                         -info.max, info.tiny], dtype=dtype)
+    if size >= specials.size:
+        X[rng.choice(size, specials.size, replace=False)] = specials
+    assert scan_values(X) == (-1, float(np.abs(X).max()) if size else 0.0)
+    if size < 4:
+        return
+    for bad in (np.nan, np.inf, -np.inf):
+        Y = X.copy()
+        first = int(rng.integers(0, size - 1))
+        Y[first] = bad
+        Y[-1] = np.nan  # a later non-finite value does not matter
+        big = float(np.abs(Y[:first]).max()) if first else 0.0
+        assert scan_values(Y) == (first, big)

@@ -122,12 +122,17 @@ def test_lloyd_iteration_py_func_equals_reference(problem):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_lloyd_iteration_several_chunks_equals_reference(dtype):
+@pytest.mark.parametrize("d", [3, 80])
+def test_lloyd_iteration_several_chunks_equals_reference(dtype, d):
+    # d = 80: a chunk's rows are taken a span at a time (E-step, then their sums; _SPAN_BYTES),
+    # and the chunk's sums must still be the reference's, in row order.
+    from fedcore.kernels.kmeans.lloyd import BLOCK_ROWS, _SPAN_BYTES
+    assert d == 3 or max(BLOCK_ROWS, _SPAN_BYTES // (d * np.dtype(dtype).itemsize)) < CHUNK
     rng = np.random.default_rng(2)
     n = 2 * CHUNK + 301
-    X = rng.normal(size=(n, 3)).astype(dtype)
+    X = rng.normal(size=(n, d)).astype(dtype)
     w = rng.random(n) * 2
-    centers = rng.normal(size=(6, 3))
+    centers = rng.normal(size=(6, d))
     centers[5] = centers[2]  # duplicate center: always loses the tie to center 2
     out = _run_kernel(X, w, centers)
     _assert_matches_reference(X, w, centers, out)
@@ -365,3 +370,21 @@ def test_kmeans_screens_large_problems_with_the_same_result(monkeypatch):
     for other in (free, serial):
         np.testing.assert_array_equal(_bits(other.cluster_centers_), _bits(plain.cluster_centers_))
         assert other.inertia_ == plain.inertia_
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d", [1, 3, 50])
+def test_own_distances_four_rows_at_a_time_equal_own_distance(dtype, d):
+    """The four interleaved sums (any count of rows, any row order, repeated rows) are
+    own_distance's, bit for bit."""
+    from fedcore.kernels.kmeans.distances import own_distance, own_distances
+    rng = np.random.default_rng(d)
+    X = (rng.standard_normal((40, d)) * 100).astype(dtype)
+    centers = rng.standard_normal((6, d))
+    for m in (0, 1, 3, 4, 7, 22):
+        rows = rng.integers(0, 40, size=m)
+        which = rng.integers(0, 6, size=m)
+        out = np.full(m, np.nan)
+        own_distances(X, rows, centers, which, out)
+        expected = np.array([own_distance(X, i, centers, a) for i, a in zip(rows, which)])
+        np.testing.assert_array_equal(out.view(np.int64), expected.reshape(m).view(np.int64))
