@@ -55,13 +55,14 @@ class Screen(NamedTuple):
     """Buffers of the BLAS screen, refreshed from the centers at every E-step.
 
     ``shifted`` float32 or float64 (k, d): ``centers - shift`` rounded to the product's
-    precision; ``norms`` and
-    ``roots`` float64 (k,): their squared norms and norms; ``shift`` float64 (d,); ``eps`` and
+    precision; ``norms`` and ``roots`` float64 (k,): their squared norms and norms, ``norms_p``
+    the squared norms rounded to the product's precision; ``shift`` float64 (d,); ``eps`` and
     ``tiny``: the relative and absolute rounding bound of :func:`screen_eps`.
     """
     shifted: np.ndarray
     norms: np.ndarray
     roots: np.ndarray
+    norms_p: np.ndarray
     shift: np.ndarray
     eps: float
     tiny: float
@@ -79,10 +80,16 @@ def screen_eps(n_features, single):
     norms by ``d u (|x'|^2 + |c'|^2)``; the expansion's own roundings by ``3 u S^2``; the exact
     kernel by ``(d + 2) u`` relative. In all ``(d/2 + 2.1) u_g + (2d + 8) u``, times 1.1 for the
     second-order terms. ``tiny`` covers underflow (subnormal spacing of the product's type).
+
+    With a float32 product the expansion ``|x'|^2 - 2 x'.c' + |c'|^2`` is evaluated in float32
+    too (twice the vector lanes): the two norms rounded to float32 and the two additions add at
+    most ``4 u_g S^2`` (the doubling is exact); ``5 u_g`` is added.
     """
     u = 2.0 ** -53
     u_g = 2.0 ** -24 if single else u
     eps = 1.1 * ((0.5 * n_features + 2.1) * u_g + (2.0 * n_features + 8.0) * u)
+    if single:
+        eps += 1.1 * 5.0 * u_g
     tiny = 2.0 ** -148 if single else 2.0 ** -1070
     return eps, tiny
 
@@ -106,7 +113,8 @@ def make_screen(n_features, n_clusters, single=True, screen=None):
         return None
     eps, tiny = screen_eps(n_features, single)
     return Screen(np.empty((n_clusters, n_features), dtype=dtype), np.empty(n_clusters),
-                  np.empty(n_clusters), np.empty(n_features), eps, tiny)
+                  np.empty(n_clusters), np.empty(n_clusters, dtype=dtype), np.empty(n_features),
+                  eps, tiny)
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
@@ -128,6 +136,7 @@ def _refresh_screen(centers, screen):
             acc += t * t
         screen.norms[j] = acc
         screen.roots[j] = np.sqrt(acc)
+        screen.norms_p[j] = acc
 
 
 class Nearest(NamedTuple):
@@ -186,18 +195,24 @@ def _screen_block(X, rows, centers, screen, nearest, labels, lower, distances):
             acc += t * t
         norms[r] = acc
     out = np.dot(screen.shifted, block_t)  # (k, m)
-    m1, m2, j1 = nearest.best, nearest.second, nearest.arg
-    m1[:m] = np.inf
-    m2[:m] = np.inf
-    j1[:m] = 0
+    # The two smallest approximations in the product's precision (see screen_eps).
+    norms_p = np.empty(m, dtype=out.dtype)
+    m1 = np.empty(m, dtype=out.dtype)
+    m2 = np.empty(m, dtype=out.dtype)
+    j1 = np.zeros(m, dtype=np.int32)
+    for r in range(m):
+        norms_p[r] = norms[r]
+        m1[r] = np.inf
+        m2[r] = np.inf
     for j in range(k):
         row = out[j]
-        norm = screen.norms[j]
+        norm = screen.norms_p[j]
+        jj = np.int32(j)
         for r in range(m):
-            approx = norms[r] - 2.0 * np.float64(row[r]) + norm
+            approx = (norms_p[r] - (row[r] + row[r])) + norm
             closer = approx < m1[r]
             m2[r] = m1[r] if closer else (approx if approx < m2[r] else m2[r])
-            j1[r] = j if closer else j1[r]
+            j1[r] = jj if closer else j1[r]
             m1[r] = approx if closer else m1[r]
     eps, tiny = screen.eps, screen.tiny
     root_d = np.sqrt(d)
