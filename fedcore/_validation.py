@@ -80,7 +80,8 @@ def check_array(X, name="X", *, ensure_2d=True, dtype=("float64", "float32"), co
     if arr.ndim and arr.shape[0] < min_samples:
         raise ValueError(f"Argument {name!r} has {arr.shape[0]} sample(s) (shape={arr.shape}) "
                          f"while a minimum of {min_samples} is required.")
-    target = arr.dtype if arr.dtype.name in dtype else np.dtype(dtype[0])
+    # native byte order (the kernels read native values); same values
+    target = np.dtype(arr.dtype.name) if arr.dtype.name in dtype else np.dtype(dtype[0])
     out = np.array(arr, dtype=target, order="C", copy=True) if copy else \
         np.ascontiguousarray(arr, dtype=target)
     width = (out.shape[-1] if out.ndim else 1) if n_features is None else n_features

@@ -248,3 +248,18 @@ def test_scan_values_equals_numpy(dtype, size):
         Y[-1] = np.nan  # a later non-finite value does not matter
         big = float(np.abs(Y[:first]).max()) if first else 0.0
         assert scan_values(Y) == (first, big)
+
+
+@pytest.mark.parametrize("dtype", [">f8", ">f4"])
+def test_non_native_byte_order_is_read_as_native(dtype):
+    """Big-endian input (e.g. from a file) is converted to the native order with the same
+    values, then fitted as the native array is."""
+    X = np.random.default_rng(0).random((30, 3)).astype(dtype)
+    out = fedcore._validation.check_array(X, "X", distance_range=True)
+    assert out.dtype.isnative and out.dtype.name == np.dtype(dtype).name
+    np.testing.assert_array_equal(out, X)
+    native = X.astype(np.dtype(dtype).name)
+    a = fedcore.KMeans(3, random_state=0).fit(X)
+    b = fedcore.KMeans(3, random_state=0).fit(native)
+    np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
+    np.testing.assert_array_equal(a.predict(X), b.labels_)
