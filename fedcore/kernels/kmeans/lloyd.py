@@ -139,19 +139,31 @@ def _refresh_screen(centers, screen):
         screen.norms_p[j] = acc
 
 
-class Nearest(NamedTuple):
-    """Scratch of the block scans, one entry per row of a block (``BLOCK_ROWS``): the rows'
-    distances to the current center, exact distances, the two smallest so far and the first
-    center at the smallest."""
-    dist: np.ndarray
+class ScreenScratch(NamedTuple):
+    """Scratch of the screen (:func:`_screen_block`), one entry per row of a block
+    (``BLOCK_ROWS``): the rows' squared norms (float64, and rounded to the product's precision),
+    their exact distances to the best approximation, the two smallest approximations (in the
+    product's precision) and the first center at the smallest (int32)."""
+    norms: np.ndarray
+    norms_p: np.ndarray
     exact: np.ndarray
     best: np.ndarray
     second: np.ndarray
     arg: np.ndarray
 
 
+class Nearest(NamedTuple):
+    """Scratch of the exact scan (:func:`_scan_block`), one entry per row of a block: the rows'
+    distances to the current center, the two smallest so far and the first center at the
+    smallest."""
+    dist: np.ndarray
+    best: np.ndarray
+    second: np.ndarray
+    arg: np.ndarray
+
+
 @njit(cache=NUMBA_CACHE, nogil=True)
-def _screen_block(X, rows, centers, screen, nearest, labels, lower, distances):
+def _screen_block(X, rows, centers, screen, scratch, labels, lower, distances):
     """Nearest center of each row in ``rows`` (exact, lowest index on ties) through one BLAS
     product; ``lower`` gets a lower bound on the distance to every other center.
 
@@ -159,14 +171,13 @@ def _screen_block(X, rows, centers, screen, nearest, labels, lower, distances):
     center and the running two smallest approximations are updated across rows as vector lanes,
     branch-free; then the exact distances to the best approximations, four rows at a time
     (:func:`~fedcore.kernels.kmeans.distances.own_distances`). Rows are shifted and transposed
-    four at a time too (four independent norm sums). ``nearest``: :class:`Nearest` scratch
-    (``dist`` holds the rows' squared norms).
+    four at a time too (four independent norm sums). ``scratch``: :class:`ScreenScratch`.
     """
     m = rows.shape[0]
     d = X.shape[1]
     k = centers.shape[0]
     block_t = np.empty((d, m), dtype=screen.shifted.dtype)
-    norms = nearest.dist
+    norms = scratch.norms
     full = m - m % 4
     for r in range(0, full, 4):
         i0, i1, i2, i3 = rows[r], rows[r + 1], rows[r + 2], rows[r + 3]
@@ -196,14 +207,12 @@ def _screen_block(X, rows, centers, screen, nearest, labels, lower, distances):
         norms[r] = acc
     out = np.dot(screen.shifted, block_t)  # (k, m)
     # The two smallest approximations in the product's precision (see screen_eps).
-    norms_p = np.empty(m, dtype=out.dtype)
-    m1 = np.empty(m, dtype=out.dtype)
-    m2 = np.empty(m, dtype=out.dtype)
-    j1 = np.zeros(m, dtype=np.int32)
+    norms_p, m1, m2, j1 = scratch.norms_p, scratch.best, scratch.second, scratch.arg
     for r in range(m):
         norms_p[r] = norms[r]
         m1[r] = np.inf
         m2[r] = np.inf
+        j1[r] = 0
     for j in range(k):
         row = out[j]
         norm = screen.norms_p[j]
@@ -219,7 +228,7 @@ def _screen_block(X, rows, centers, screen, nearest, labels, lower, distances):
     root_max = 0.0
     for j in range(k):
         root_max = max(root_max, screen.roots[j])
-    own_distances(X, rows, centers, j1, nearest.exact)
+    own_distances(X, rows, centers, j1, scratch.exact)
     for r in range(m):
         i = rows[r]
         nx = norms[r]
@@ -231,13 +240,13 @@ def _screen_block(X, rows, centers, screen, nearest, labels, lower, distances):
         err_max = eps * s * s + tiny * (2.0 * s * root_d + d + 1.0)  # >= every center's error
         a = best
         if m2[r] - err_max > upper:  # c_best is the only candidate
-            dist = nearest.exact[r]
+            dist = scratch.exact[r]
         else:  # every center whose interval reaches the upper bound, exactly
             dist = np.inf
             for j in range(k):
                 approx = nx - 2.0 * np.float64(out[j, r]) + screen.norms[j]
                 if approx - err_max <= upper:
-                    exact = nearest.exact[r] if j == best else own_distance(X, i, centers, j)
+                    exact = scratch.exact[r] if j == best else own_distance(X, i, centers, j)
                     if exact < dist:  # ascending j: the lowest index wins ties
                         dist = exact
                         a = j
@@ -325,13 +334,18 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
             continue
         pending[m] = i
         m += 1
-    nearest = Nearest(np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS),
-                      np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS, dtype=np.int64))
     if screen is not None:
+        dtype = screen.shifted.dtype
+        scratch = ScreenScratch(np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS, dtype=dtype),
+                                np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS, dtype=dtype),
+                                np.empty(BLOCK_ROWS, dtype=dtype),
+                                np.empty(BLOCK_ROWS, dtype=np.int32))
         for b in range(0, m, BLOCK_ROWS):
-            _screen_block(X, pending[b:min(m, b + BLOCK_ROWS)], centers, screen, nearest, labels,
+            _screen_block(X, pending[b:min(m, b + BLOCK_ROWS)], centers, screen, scratch, labels,
                           lower, distances)
     else:
+        nearest = Nearest(np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS),
+                          np.empty(BLOCK_ROWS, dtype=np.int64))
         block_t = np.empty((X.shape[1], BLOCK_ROWS))
         for b in range(0, m, BLOCK_ROWS):
             _scan_block(X, pending[b:min(m, b + BLOCK_ROWS)], centers_t, block_t, nearest,
