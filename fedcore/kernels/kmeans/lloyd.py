@@ -44,6 +44,10 @@ BLOCK_ROWS = 128
 # (vectorized over rows) is as fast (measured from d = 2 to 50, k = 10 to 1000).
 SCREEN_MIN_WORK = 160
 SCREEN_MIN_CLUSTERS = 8
+# From this many features the screen shifts rows into a row-major block (contiguous, vectorized)
+# and BLAS transposes it; below, the block is transposed here, four rows at a time (measured
+# from d = 2 to 200: the per-row gather and BLAS's transposed operand cost more on narrow rows).
+ROW_MAJOR_MIN_FEATURES = 64
 # Rows of a chunk whose E-step is followed at once by their M-step sums: about this many bytes of
 # X, so that the sums read rows still in cache (a chunk of wide rows is larger than the cache).
 _SPAN_BYTES = 1 << 19
@@ -143,13 +147,19 @@ class ScreenScratch(NamedTuple):
     """Scratch of the screen (:func:`_screen_block`), one entry per row of a block
     (``BLOCK_ROWS``): the rows' squared norms (float64, and rounded to the product's precision),
     their exact distances to the best approximation, the two smallest approximations (in the
-    product's precision) and the first center at the smallest (int32)."""
+    product's precision) and the first center at the smallest (int32); the rows whose exact
+    distance to it is not yet known (``todo``: their positions in the block) and those distances
+    (``todo_exact``)."""
     norms: np.ndarray
     norms_p: np.ndarray
     exact: np.ndarray
     best: np.ndarray
     second: np.ndarray
     arg: np.ndarray
+    todo: np.ndarray
+    todo_rows: np.ndarray
+    todo_which: np.ndarray
+    todo_exact: np.ndarray
 
 
 class Nearest(NamedTuple):
@@ -162,32 +172,34 @@ class Nearest(NamedTuple):
     arg: np.ndarray
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
-def _screen_block(X, rows, centers, screen, scratch, labels, lower, distances):
-    """Nearest center of each row in ``rows`` (exact, lowest index on ties) through one BLAS
-    product; ``lower`` gets a lower bound on the distance to every other center.
+@njit(cache=NUMBA_CACHE, nogil=True, fastmath={"reassoc", "contract"})
+def _shift_row(x, shift, out):
+    """OUT ``out = fl(x - shift)`` (in ``out``'s precision); returns its squared norm in float64,
+    summed in any order (the screen's bound allows for any order: see :func:`screen_eps`)."""
+    acc = 0.0
+    for f in range(x.shape[0]):
+        out[f] = np.float64(x[f]) - shift[f]
+        t = np.float64(out[f])
+        acc += t * t
+    return acc
 
-    The shifted rows are stored transposed, so the product ``shifted @ block_t`` has one row per
-    center and the running two smallest approximations are updated across rows as vector lanes,
-    branch-free; then the exact distances to the best approximations, four rows at a time
-    (:func:`~fedcore.kernels.kmeans.distances.own_distances`). Rows are shifted and transposed
-    four at a time too (four independent norm sums). ``scratch``: :class:`ScreenScratch`.
-    """
+
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+def _shift_transpose(X, rows, shift, block_t, norms):
+    """OUT ``block_t[:, r] = fl(X[rows[r]] - shift)`` (in ``block_t``'s precision) and
+    ``norms[r]``: its squared norm in float64; four rows at a time (four independent sums)."""
     m = rows.shape[0]
     d = X.shape[1]
-    k = centers.shape[0]
-    block_t = np.empty((d, m), dtype=screen.shifted.dtype)
-    norms = scratch.norms
     full = m - m % 4
     for r in range(0, full, 4):
         i0, i1, i2, i3 = rows[r], rows[r + 1], rows[r + 2], rows[r + 3]
         s0 = s1 = s2 = s3 = 0.0
         for f in range(d):
-            shift = screen.shift[f]
-            block_t[f, r] = np.float64(X[i0, f]) - shift
-            block_t[f, r + 1] = np.float64(X[i1, f]) - shift
-            block_t[f, r + 2] = np.float64(X[i2, f]) - shift
-            block_t[f, r + 3] = np.float64(X[i3, f]) - shift
+            s = shift[f]
+            block_t[f, r] = np.float64(X[i0, f]) - s
+            block_t[f, r + 1] = np.float64(X[i1, f]) - s
+            block_t[f, r + 2] = np.float64(X[i2, f]) - s
+            block_t[f, r + 3] = np.float64(X[i3, f]) - s
             t0 = np.float64(block_t[f, r])
             t1 = np.float64(block_t[f, r + 1])
             t2 = np.float64(block_t[f, r + 2])
@@ -201,11 +213,39 @@ def _screen_block(X, rows, centers, screen, scratch, labels, lower, distances):
         i = rows[r]
         acc = 0.0
         for f in range(d):
-            block_t[f, r] = np.float64(X[i, f]) - screen.shift[f]
+            block_t[f, r] = np.float64(X[i, f]) - shift[f]
             t = np.float64(block_t[f, r])
             acc += t * t
         norms[r] = acc
-    out = np.dot(screen.shifted, block_t)  # (k, m)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, distances):
+    """Nearest center of each row in ``rows`` (exact, lowest index on ties) through one BLAS
+    product; ``lower`` gets a lower bound on the distance to every other center.
+
+    The product ``shifted @ block_t`` of the centers and the shifted rows, transposed, has one
+    row per center, so the running two smallest approximations are updated across rows as vector
+    lanes, branch-free. Rows of ``ROW_MAJOR_MIN_FEATURES`` or more are shifted into a row-major
+    block that BLAS transposes as it packs it; narrower rows are transposed here
+    (:func:`_shift_transpose`). Then the exact distances to the best approximations: ``known[r]``
+    (>= 0) is row ``r``'s distance to its previous label, computed by the bound test; the others
+    four rows at a time (:func:`~fedcore.kernels.kmeans.distances.own_distances`).
+    ``scratch``: :class:`ScreenScratch`.
+    """
+    m = rows.shape[0]
+    d = X.shape[1]
+    k = centers.shape[0]
+    norms = scratch.norms
+    if d >= ROW_MAJOR_MIN_FEATURES:  # BLAS transposes the rows as it packs them
+        block = np.empty((m, d), dtype=screen.shifted.dtype)
+        for r in range(m):
+            norms[r] = _shift_row(X[rows[r]], screen.shift, block[r])
+        out = np.dot(screen.shifted, block.T)  # (k, m)
+    else:
+        block_t = np.empty((d, m), dtype=screen.shifted.dtype)
+        _shift_transpose(X, rows, screen.shift, block_t, norms)
+        out = np.dot(screen.shifted, block_t)  # (k, m)
     # The two smallest approximations in the product's precision (see screen_eps).
     norms_p, m1, m2, j1 = scratch.norms_p, scratch.best, scratch.second, scratch.arg
     for r in range(m):
@@ -228,7 +268,20 @@ def _screen_block(X, rows, centers, screen, scratch, labels, lower, distances):
     root_max = 0.0
     for j in range(k):
         root_max = max(root_max, screen.roots[j])
-    own_distances(X, rows, centers, j1, scratch.exact)
+    # Exact distances to the best approximations (usually the previous label, already known).
+    exact, todo = scratch.exact, scratch.todo
+    t = 0
+    for r in range(m):
+        if known[r] >= 0.0 and j1[r] == labels[rows[r]]:
+            exact[r] = known[r]
+        else:
+            todo[t] = r
+            scratch.todo_rows[t] = rows[r]
+            scratch.todo_which[t] = j1[r]
+            t += 1
+    own_distances(X, scratch.todo_rows[:t], centers, scratch.todo_which, scratch.todo_exact)
+    for q in range(t):
+        exact[todo[q]] = scratch.todo_exact[q]
     for r in range(m):
         i = rows[r]
         nx = norms[r]
@@ -240,15 +293,15 @@ def _screen_block(X, rows, centers, screen, scratch, labels, lower, distances):
         err_max = eps * s * s + tiny * (2.0 * s * root_d + d + 1.0)  # >= every center's error
         a = best
         if m2[r] - err_max > upper:  # c_best is the only candidate
-            dist = scratch.exact[r]
+            dist = exact[r]
         else:  # every center whose interval reaches the upper bound, exactly
             dist = np.inf
             for j in range(k):
                 approx = nx - 2.0 * np.float64(out[j, r]) + screen.norms[j]
                 if approx - err_max <= upper:
-                    exact = scratch.exact[r] if j == best else own_distance(X, i, centers, j)
-                    if exact < dist:  # ascending j: the lowest index wins ties
-                        dist = exact
+                    e = exact[r] if j == best else own_distance(X, i, centers, j)
+                    if e < dist:  # ascending j: the lowest index wins ties
+                        dist = e
                         a = j
         labels[i] = a
         distances[i] = dist
@@ -312,6 +365,7 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
     bounded = np.empty(size, dtype=np.int64)
     which = np.empty(size, dtype=np.int64)
     own = np.empty(size)
+    known = np.empty(size)  # a pending row's distance to its label, -1 if not computed
     m = 0
     c = 0
     for i in range(start, stop):  # rows with a bound, and rows to scan (their order is free)
@@ -321,6 +375,7 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
             c += 1
         else:
             pending[m] = i
+            known[m] = -1.0
             m += 1
     own_distances(X, bounded[:c], centers, which, own)
     for q in range(c):
@@ -333,16 +388,21 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
             distances[i] = own[q]
             continue
         pending[m] = i
+        known[m] = own[q]
         m += 1
     if screen is not None:
         dtype = screen.shifted.dtype
         scratch = ScreenScratch(np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS, dtype=dtype),
                                 np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS, dtype=dtype),
                                 np.empty(BLOCK_ROWS, dtype=dtype),
-                                np.empty(BLOCK_ROWS, dtype=np.int32))
+                                np.empty(BLOCK_ROWS, dtype=np.int32),
+                                np.empty(BLOCK_ROWS, dtype=np.int64),
+                                np.empty(BLOCK_ROWS, dtype=np.int64),
+                                np.empty(BLOCK_ROWS, dtype=np.int32), np.empty(BLOCK_ROWS))
         for b in range(0, m, BLOCK_ROWS):
-            _screen_block(X, pending[b:min(m, b + BLOCK_ROWS)], centers, screen, scratch, labels,
-                          lower, distances)
+            e = min(m, b + BLOCK_ROWS)
+            _screen_block(X, pending[b:e], known[b:e], centers, screen, scratch, labels, lower,
+                          distances)
     else:
         nearest = Nearest(np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS),
                           np.empty(BLOCK_ROWS, dtype=np.int64))
