@@ -396,6 +396,7 @@ def pick_pending(weights, mind, dists, fresh, pend, sums, u):
 def tiled(X):
     """The copy of ``X`` by tiles of rows that :func:`greedy_pass` reads (see :func:`tile_rows`)."""
     tiles = np.empty((max(1, -(-X.shape[0] // _BLOCK)), X.shape[1], _BLOCK), dtype=X.dtype)
+    tiles.fill(0.0)  # pages first touched by one thread: several times faster than by the pool
     tile_rows(X, tiles)
     return tiles
 
