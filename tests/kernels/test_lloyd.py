@@ -20,7 +20,7 @@ from hypothesis.extra import numpy as hnp
 import fedcore
 from fedcore import _config
 from tests.reference.kmeans_reference import (kmeans_lloyd_reference, kmeanspp_reference,
-                                              lloyd_iteration_reference)
+                                              lloyd_iteration_reference, sq_distance_reference)
 
 CHUNK = _config.CHUNK_SIZE
 EPS = np.finfo(np.float64).eps
@@ -389,3 +389,21 @@ def test_own_distances_four_rows_at_a_time_equal_own_distance(dtype, d):
         own_distances(X, rows, centers, which, out)
         expected = np.array([own_distance(X, i, centers, a) for i, a in zip(rows, which)])
         np.testing.assert_array_equal(out.view(np.int64), expected.reshape(m).view(np.int64))
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 8, 13])
+@pytest.mark.parametrize("d", [1, 3, 17])
+def test_half_separation_equals_pairwise_reference(k, d):
+    # Half the distance to the nearest other center, each pair summed in feature order: the
+    # kernel (four pairs side by side) must give the reference's bits; ties and repeats included.
+    from fedcore.kernels.kmeans.lloyd import half_separation
+    rng = np.random.default_rng(100 * k + d)
+    centers = rng.integers(-2, 3, size=(k, d)).astype(np.float64) + rng.normal(size=(k, d))
+    centers[k // 2] = centers[0]
+    expected = np.full(k, np.inf)
+    for a in range(k):
+        for b in range(k):
+            if b != a:
+                expected[a] = min(expected[a], sq_distance_reference(centers[a], centers[b]))
+    expected = 0.5 * np.sqrt(expected)
+    np.testing.assert_array_equal(_bits(half_separation(centers, np.empty(k))), _bits(expected))

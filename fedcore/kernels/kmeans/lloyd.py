@@ -488,20 +488,41 @@ def half_separation(centers, out):
     """OUT ``out`` float64 (k,): half the distance from each center to its nearest other center
     (+inf when k = 1), the ``s(c) / 2`` of the bound test of [Hamerly].
 
-    IN ``centers`` float64 (k, d).
+    IN ``centers`` float64 (k, d). Each pair's squared distance is summed in feature order (the
+    exact kernel's roundings), four pairs side by side (independent chains).
     """
     k, d = centers.shape
-    out[:] = np.inf
     for a in range(k):
-        for b in range(a + 1, k):
+        out[a] = np.inf
+    for a in range(k):
+        low = out[a]
+        b = a + 1
+        while b + 3 < k:
+            s0 = s1 = s2 = s3 = 0.0
+            for f in range(d):
+                c = centers[a, f]
+                t0 = c - centers[b, f]
+                t1 = c - centers[b + 1, f]
+                t2 = c - centers[b + 2, f]
+                t3 = c - centers[b + 3, f]
+                s0 += t0 * t0
+                s1 += t1 * t1
+                s2 += t2 * t2
+                s3 += t3 * t3
+            low = min(low, s0, s1, s2, s3)
+            out[b] = min(out[b], s0)
+            out[b + 1] = min(out[b + 1], s1)
+            out[b + 2] = min(out[b + 2], s2)
+            out[b + 3] = min(out[b + 3], s3)
+            b += 4
+        for q in range(b, k):
             acc = 0.0
             for f in range(d):
-                t = centers[a, f] - centers[b, f]
+                t = centers[a, f] - centers[q, f]
                 acc += t * t
-            if acc < out[a]:
-                out[a] = acc
-            if acc < out[b]:
-                out[b] = acc
+            low = min(low, acc)
+            out[q] = min(out[q], acc)
+        out[a] = low
     for a in range(k):
         out[a] = 0.5 * np.sqrt(out[a])
     return out
