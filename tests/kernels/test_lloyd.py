@@ -407,3 +407,33 @@ def test_half_separation_equals_pairwise_reference(k, d):
                 expected[a] = min(expected[a], sq_distance_reference(centers[a], centers[b]))
     expected = 0.5 * np.sqrt(expected)
     np.testing.assert_array_equal(_bits(half_separation(centers, np.empty(k))), _bits(expected))
+
+
+def _nearest_other_reference(centers):
+    """Least squared distance to another center, every pair summed in feature order (NumPy's
+    elementwise operations round each step as the sequential sum does)."""
+    acc = np.zeros((centers.shape[0], centers.shape[0]))
+    with np.errstate(over="ignore"):  # the "huge" centers' distances are inf, as the kernel's
+        for f in range(centers.shape[1]):
+            t = centers[:, None, f] - centers[None, :, f]
+            acc += t * t
+    np.fill_diagonal(acc, np.inf)
+    return acc.min(axis=1)
+
+
+@pytest.mark.parametrize("kind", ROW_KINDS + ["huge"])
+@pytest.mark.parametrize("k, d", [(64, 24), (150, 40), (100, 130)])
+def test_half_separation_screened_by_blas_equals_reference(kind, k, d):
+    # From GRAM_MIN_CLUSTERS centers of GRAM_MIN_FEATURES the separations are screened by BLAS
+    # products: ties (grid), cancellation (rows 1e6 from the origin), repeated centers and norms
+    # that would overflow (the exact fallback) must all give the pairwise bits.
+    from fedcore.kernels.kmeans.lloyd import (GRAM_MIN_CLUSTERS, GRAM_MIN_FEATURES,
+                                              half_separation)
+    assert k >= GRAM_MIN_CLUSTERS and d >= GRAM_MIN_FEATURES
+    rng = np.random.default_rng(k + d)
+    if kind == "huge":
+        centers = 1e160 * rng.normal(size=(k, d))
+    else:
+        centers = rows_of_kind(kind, rng, k, d, max(2, k // 8))
+    expected = 0.5 * np.sqrt(_nearest_other_reference(centers))
+    np.testing.assert_array_equal(_bits(half_separation(centers, np.empty(k))), _bits(expected))

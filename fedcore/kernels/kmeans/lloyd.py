@@ -48,6 +48,11 @@ SCREEN_MIN_CLUSTERS = 8
 # and BLAS transposes it; below, the block is transposed here, four rows at a time (measured
 # from d = 2 to 200: the per-row gather and BLAS's transposed operand cost more on narrow rows).
 ROW_MAJOR_MIN_FEATURES = 64
+# From this many centers and features their separations are screened by BLAS products (measured
+# from k = 16 to 1000, d = 2 to 784); the products are formed ``_GRAM_BYTES`` at a time.
+GRAM_MIN_CLUSTERS = 64
+GRAM_MIN_FEATURES = 24
+_GRAM_BYTES = 1 << 20
 # Rows of a chunk whose E-step is followed at once by their M-step sums: about this many bytes of
 # X, so that the sums read rows still in cache (a chunk of wide rows is larger than the cache).
 _SPAN_BYTES = 1 << 19
@@ -72,6 +77,7 @@ class Screen(NamedTuple):
     tiny: float
 
 
+@njit(cache=NUMBA_CACHE, nogil=True)
 def screen_eps(n_features, single):
     """``(eps, tiny)``: ``|approx - exact| <= eps (|x'| + |c'|)^2 + tiny (2 (|x'| + |c'|) sqrt(d)
     + d + 1)`` for the screened distance of a row ``x`` to a center ``c``.
@@ -450,8 +456,6 @@ def _wave_size(n, k, d):
     return min(n_chunks, size)
 
 
-
-
 def lloyd_iteration(X, weights, centers, labels, distances, center_sums, weight_sums):
     """Assign every row to its nearest center and accumulate the M-step statistics.
 
@@ -484,13 +488,20 @@ def _one_estep(loop, X, weights, centers, labels, distances, center_sums, weight
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def half_separation(centers, out):
-    """OUT ``out`` float64 (k,): half the distance from each center to its nearest other center
-    (+inf when k = 1), the ``s(c) / 2`` of the bound test of [Hamerly].
+def _pair_distance(centers, a, b):
+    """Squared distance between ``centers[a]`` and ``centers[b]``, summed in feature order (the
+    same bits for ``(a, b)`` and ``(b, a)``: negation is exact)."""
+    acc = 0.0
+    for f in range(centers.shape[1]):
+        t = centers[a, f] - centers[b, f]
+        acc += t * t
+    return acc
 
-    IN ``centers`` float64 (k, d). Each pair's squared distance is summed in feature order (the
-    exact kernel's roundings), four pairs side by side (independent chains).
-    """
+
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+def _nearest_other_pairwise(centers, out):
+    """OUT ``out[a]``: the least squared distance from center ``a`` to another, every pair in
+    feature order, four pairs side by side (independent chains)."""
     k, d = centers.shape
     for a in range(k):
         out[a] = np.inf
@@ -516,13 +527,79 @@ def half_separation(centers, out):
             out[b + 3] = min(out[b + 3], s3)
             b += 4
         for q in range(b, k):
-            acc = 0.0
-            for f in range(d):
-                t = centers[a, f] - centers[q, f]
-                acc += t * t
+            acc = _pair_distance(centers, a, q)
             low = min(low, acc)
             out[q] = min(out[q], acc)
         out[a] = low
+
+
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+def _nearest_other_screened(centers, out):
+    """:func:`_nearest_other_pairwise` (the same bits) through float64 products of the centers,
+    shifted by their mean, with each other, a block of rows at a time: ``|a'|^2 - 2 a'.b' +
+    |b'|^2`` is within :func:`screen_eps` of the exact distance, so only the centers whose
+    interval reaches the least exact distance found so far get their exact distance. Returns
+    False, leaving ``out`` to the caller, where the squared norms could overflow."""
+    k, d = centers.shape
+    shift = np.zeros(d)
+    for j in range(k):
+        for f in range(d):
+            shift[f] += centers[j, f]
+    for f in range(d):
+        shift[f] /= k
+    shifted = np.empty((k, d))
+    norms = np.empty(k)
+    root_max = 0.0
+    for j in range(k):
+        acc = 0.0
+        for f in range(d):
+            t = centers[j, f] - shift[f]
+            shifted[j, f] = t
+            acc += t * t
+        norms[j] = acc
+        root_max = max(root_max, np.sqrt(acc))
+    if not np.isfinite(4.0 * root_max * root_max):
+        return False
+    eps, tiny = screen_eps(d, False)
+    root_d = np.sqrt(d)
+    rows = max(1, min(k, _GRAM_BYTES // (8 * k)))
+    approx = np.empty(k)
+    for a0 in range(0, k, rows):
+        a1 = min(k, a0 + rows)
+        gram = np.dot(shifted[a0:a1], shifted.T)  # (rows, k)
+        for a in range(a0, a1):
+            g = gram[a - a0]
+            na = norms[a]
+            for b in range(k):
+                approx[b] = (na - 2.0 * g[b]) + norms[b]
+            approx[a] = np.inf
+            nearest = 0
+            for b in range(1, k):
+                nearest = b if approx[b] < approx[nearest] else nearest
+            s = np.sqrt(na) + root_max
+            err = eps * s * s + tiny * (2.0 * s * root_d + d + 1.0)  # >= every pair's error
+            low = _pair_distance(centers, a, nearest)
+            for b in range(k):
+                # exact(a, b) >= approx - err: below ``low`` only if approx - err is
+                if approx[b] - err <= low and b != nearest:
+                    low = min(low, _pair_distance(centers, a, b))
+            out[a] = low
+    return True
+
+
+@njit(cache=NUMBA_CACHE, nogil=True)
+def half_separation(centers, out):
+    """OUT ``out`` float64 (k,): half the distance from each center to its nearest other center
+    (+inf when k = 1), the ``s(c) / 2`` of the bound test of [Hamerly].
+
+    IN ``centers`` float64 (k, d). Each distance is the exact kernel's (pairs summed in feature
+    order); from ``GRAM_MIN_CLUSTERS`` centers of ``GRAM_MIN_FEATURES`` they are screened by
+    BLAS products first (the same bits: :func:`_nearest_other_screened`).
+    """
+    k, d = centers.shape
+    screened = k >= GRAM_MIN_CLUSTERS and d >= GRAM_MIN_FEATURES
+    if not (screened and _nearest_other_screened(centers, out)):
+        _nearest_other_pairwise(centers, out)
     for a in range(k):
         out[a] = 0.5 * np.sqrt(out[a])
     return out
