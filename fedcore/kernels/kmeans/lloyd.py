@@ -498,7 +498,7 @@ def _pair_distance(centers, a, b):
     return acc
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(cache=NUMBA_CACHE, nogil=True)
 def _nearest_other_pairwise(centers, out):
     """OUT ``out[a]``: the least squared distance from center ``a`` to another, every pair in
     feature order, four pairs side by side (independent chains)."""
@@ -520,14 +520,17 @@ def _nearest_other_pairwise(centers, out):
                 s1 += t1 * t1
                 s2 += t2 * t2
                 s3 += t3 * t3
-            low = min(low, s0, s1, s2, s3)
+            low = min(min(low, s0), min(s1, min(s2, s3)))
             out[b] = min(out[b], s0)
             out[b + 1] = min(out[b + 1], s1)
             out[b + 2] = min(out[b + 2], s2)
             out[b + 3] = min(out[b + 3], s3)
             b += 4
         for q in range(b, k):
-            acc = _pair_distance(centers, a, q)
+            acc = 0.0
+            for f in range(d):
+                t = centers[a, f] - centers[q, f]
+                acc += t * t
             low = min(low, acc)
             out[q] = min(out[q], acc)
         out[a] = low
@@ -600,7 +603,12 @@ def half_separation(centers, out):
     screened = k >= GRAM_MIN_CLUSTERS and d >= GRAM_MIN_FEATURES
     if not (screened and _nearest_other_screened(centers, out)):
         _nearest_other_pairwise(centers, out)
-    for a in range(k):
+    return _halve_roots(out)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+def _halve_roots(out):
+    for a in range(out.shape[0]):
         out[a] = 0.5 * np.sqrt(out[a])
     return out
 
@@ -795,7 +803,11 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
                 sparse, inertia = _replay_estep(X, weights, centers, margin, prior, it, labels,
                                                 lower, distances, moves, buf)
         if not sparse:
-            half_separation(centers, half_sep)
+            if screen is not None:  # a loop without the screen compiles no BLAS call
+                half_separation(centers, half_sep)
+            else:
+                _nearest_other_pairwise(centers, half_sep)
+                _halve_roots(half_sep)
             centers_t = np.ascontiguousarray(centers.T)
             if screen is not None:
                 _refresh_screen(centers, screen)
