@@ -608,6 +608,7 @@ def half_separation(centers, out):
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def _halve_roots(out):
+    """``out = sqrt(out) / 2`` in place (squared separations to half separations)."""
     for a in range(out.shape[0]):
         out[a] = 0.5 * np.sqrt(out[a])
     return out
