@@ -104,6 +104,12 @@ def screen_eps(n_features, single):
     return eps, tiny
 
 
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+def _screen_error(screen, s, d):
+    """The bound of :func:`screen_eps` for norms summing to ``s`` (``|x'| + |c'|``), d features."""
+    return screen.eps * s * s + screen.tiny * (2.0 * s * np.sqrt(d) + d + 1.0)
+
+
 def uses_screen(n_features, n_clusters):
     """Whether Lloyd screens rows with a BLAS product for this shape."""
     return n_features * n_clusters >= SCREEN_MIN_WORK and n_clusters >= SCREEN_MIN_CLUSTERS
@@ -269,8 +275,6 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
             m2[r] = m1[r] if closer else (approx if approx < m2[r] else m2[r])
             j1[r] = jj if closer else j1[r]
             m1[r] = approx if closer else m1[r]
-    eps, tiny = screen.eps, screen.tiny
-    root_d = np.sqrt(d)
     root_max = 0.0
     for j in range(k):
         root_max = max(root_max, screen.roots[j])
@@ -294,9 +298,8 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
         x = np.sqrt(nx)
         best = j1[r]
         s = x + screen.roots[best]
-        upper = m1[r] + eps * s * s + tiny * (2.0 * s * root_d + d + 1.0)  # >= exact d(x, c_best)
-        s = x + root_max
-        err_max = eps * s * s + tiny * (2.0 * s * root_d + d + 1.0)  # >= every center's error
+        upper = m1[r] + _screen_error(screen, s, d)  # >= exact d(x, c_best)
+        err_max = _screen_error(screen, x + root_max, d)  # >= every center's error
         a = best
         if m2[r] - err_max > upper:  # c_best is the only candidate
             dist = exact[r]
@@ -488,17 +491,6 @@ def _one_estep(loop, X, weights, centers, labels, distances, center_sums, weight
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def _pair_distance(centers, a, b):
-    """Squared distance between ``centers[a]`` and ``centers[b]``, summed in feature order (the
-    same bits for ``(a, b)`` and ``(b, a)``: negation is exact)."""
-    acc = 0.0
-    for f in range(centers.shape[1]):
-        t = centers[a, f] - centers[b, f]
-        acc += t * t
-    return acc
-
-
-@njit(cache=NUMBA_CACHE, nogil=True)
 def _nearest_other_pairwise(centers, out):
     """OUT ``out[a]``: the least squared distance from center ``a`` to another, every pair in
     feature order, four pairs side by side (independent chains)."""
@@ -527,10 +519,7 @@ def _nearest_other_pairwise(centers, out):
             out[b + 3] = min(out[b + 3], s3)
             b += 4
         for q in range(b, k):
-            acc = 0.0
-            for f in range(d):
-                t = centers[a, f] - centers[q, f]
-                acc += t * t
+            acc = own_distance(centers, a, centers, q)
             low = min(low, acc)
             out[q] = min(out[q], acc)
         out[a] = low
@@ -544,32 +533,21 @@ def _nearest_other_screened(centers, out):
     interval reaches the least exact distance found so far get their exact distance. Returns
     False, leaving ``out`` to the caller, where the squared norms could overflow."""
     k, d = centers.shape
-    shift = np.zeros(d)
-    for j in range(k):
-        for f in range(d):
-            shift[f] += centers[j, f]
-    for f in range(d):
-        shift[f] /= k
-    shifted = np.empty((k, d))
-    norms = np.empty(k)
+    eps, tiny = screen_eps(d, False)
+    screen = Screen(np.empty((k, d)), np.empty(k), np.empty(k), np.empty(k), np.empty(d), eps,
+                    tiny)
+    _refresh_screen(centers, screen)
+    norms = screen.norms
     root_max = 0.0
     for j in range(k):
-        acc = 0.0
-        for f in range(d):
-            t = centers[j, f] - shift[f]
-            shifted[j, f] = t
-            acc += t * t
-        norms[j] = acc
-        root_max = max(root_max, np.sqrt(acc))
+        root_max = max(root_max, screen.roots[j])
     if not np.isfinite(4.0 * root_max * root_max):
         return False
-    eps, tiny = screen_eps(d, False)
-    root_d = np.sqrt(d)
     rows = max(1, min(k, _GRAM_BYTES // (8 * k)))
     approx = np.empty(k)
     for a0 in range(0, k, rows):
         a1 = min(k, a0 + rows)
-        gram = np.dot(shifted[a0:a1], shifted.T)  # (rows, k)
+        gram = np.dot(screen.shifted[a0:a1], screen.shifted.T)  # (rows, k)
         for a in range(a0, a1):
             g = gram[a - a0]
             na = norms[a]
@@ -579,13 +557,12 @@ def _nearest_other_screened(centers, out):
             nearest = 0
             for b in range(1, k):
                 nearest = b if approx[b] < approx[nearest] else nearest
-            s = np.sqrt(na) + root_max
-            err = eps * s * s + tiny * (2.0 * s * root_d + d + 1.0)  # >= every pair's error
-            low = _pair_distance(centers, a, nearest)
+            err = _screen_error(screen, screen.roots[a] + root_max, d)  # >= every pair's
+            low = own_distance(centers, a, centers, nearest)
             for b in range(k):
                 # exact(a, b) >= approx - err: below ``low`` only if approx - err is
                 if approx[b] - err <= low and b != nearest:
-                    low = min(low, _pair_distance(centers, a, b))
+                    low = min(low, own_distance(centers, a, centers, b))
             out[a] = low
     return True
 
