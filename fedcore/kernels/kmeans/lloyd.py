@@ -46,8 +46,8 @@ SCREEN_MIN_WORK = 160
 SCREEN_MIN_CLUSTERS = 8
 # From this many features the screen shifts rows into a row-major block (contiguous, vectorized)
 # and BLAS transposes it; below, the block is transposed here, four rows at a time (measured
-# from d = 2 to 200: the per-row gather and BLAS's transposed operand cost more on narrow rows).
-ROW_MAJOR_MIN_FEATURES = 64
+# from d = 10 to 784, k = 10 to 100: BLAS's transposed operand costs more on narrow rows).
+ROW_MAJOR_MIN_FEATURES = 32
 # From this many centers and features their separations are screened by BLAS products (measured
 # from k = 16 to 1000, d = 2 to 784); the products are formed ``_GRAM_BYTES`` at a time.
 GRAM_MIN_CLUSTERS = 64
@@ -185,15 +185,18 @@ class Nearest(NamedTuple):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, fastmath={"reassoc", "contract"})
-def _shift_row(x, shift, out):
-    """OUT ``out = fl(x - shift)`` (in ``out``'s precision); returns its squared norm in float64,
-    summed in any order (the screen's bound allows for any order: see :func:`screen_eps`)."""
-    acc = 0.0
-    for f in range(x.shape[0]):
-        out[f] = np.float64(x[f]) - shift[f]
-        t = np.float64(out[f])
-        acc += t * t
-    return acc
+def _shift_rows(X, rows, shift, block, norms):
+    """OUT ``block[r] = fl(X[rows[r]] - shift)`` (in ``block``'s precision) and ``norms[r]``: its
+    squared norm in float64, summed in any order (the screen's bound allows for any order: see
+    :func:`screen_eps`); one call per block, so that each row is a vectorized loop."""
+    for r in range(rows.shape[0]):
+        i = rows[r]
+        acc = 0.0
+        for f in range(X.shape[1]):
+            block[r, f] = np.float64(X[i, f]) - shift[f]
+            t = np.float64(block[r, f])
+            acc += t * t
+        norms[r] = acc
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
@@ -251,8 +254,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     norms = scratch.norms
     if d >= ROW_MAJOR_MIN_FEATURES:  # BLAS transposes the rows as it packs them
         block = np.empty((m, d), dtype=screen.shifted.dtype)
-        for r in range(m):
-            norms[r] = _shift_row(X[rows[r]], screen.shift, block[r])
+        _shift_rows(X, rows, screen.shift, block, norms)
         out = np.dot(screen.shifted, block.T)  # (k, m)
     else:
         block_t = np.empty((d, m), dtype=screen.shifted.dtype)
