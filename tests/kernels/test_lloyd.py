@@ -330,6 +330,40 @@ def test_lloyd_run_screened_by_blas_equals_the_plain_scan(problem):
         assert _bits(np.array([i1]))[0] == _bits(np.array([i0]))[0] and n1 == n0
 
 
+@pytest.mark.parametrize("kind", ROW_KINDS)
+@pytest.mark.parametrize("d", [20, 40])
+def test_lazy_estep_equals_every_distance_computed(kind, d):
+    # Without a record, the E-steps before the last compute only the distances their labels need
+    # (bounds from the screen's product, rows kept by their upper bound); a recorded run computes
+    # every distance, the plain scan too. Same bits on several chunks, through empty clusters:
+    # two initial centers coincide, so one of them starts empty and takes the farthest row
+    # (by exact distances, recomputed for it).
+    from fedcore.kernels.kmeans.lloyd import lloyd_core
+    rng = np.random.default_rng(d)
+    n, k = 3 * CHUNK + 17, 12
+    X = rows_of_kind(kind, rng, n, d, k).astype(np.float32 if d == 20 else np.float64)
+    w = rng.integers(1, 4, size=n).astype(np.float64)
+    init = X[rng.choice(n, size=k, replace=False)].astype(np.float64)
+    init[1] = init[0]
+    margin = 1e-9 * 2.0 * np.sqrt(d) * max(float(np.abs(X).max()), 1.0)
+    runs = []
+    for screen, record in ((True, False), (True, True), (False, False)):
+        centers = init.copy()
+        labels, dist = np.full(n, -7), np.full(n, np.nan)
+        inertia, n_iter, trace = lloyd_core(X, w, centers, 25, 0.0, margin, labels, dist,
+                                            record=record, screen=screen)
+        if record:
+            assert trace.moved.any()  # a relocation happened
+        runs.append((centers, labels, dist, inertia, n_iter))
+    assert runs[0][4] > 2  # lazy E-steps ran
+    c0, l0, d0, i0, n0 = runs[0]
+    for c1, l1, d1, i1, n1 in runs[1:]:
+        np.testing.assert_array_equal(l1, l0)
+        np.testing.assert_array_equal(_bits(d1), _bits(d0))
+        np.testing.assert_array_equal(_bits(c1), _bits(c0))
+        assert i1 == i0 and n1 == n0
+
+
 def test_kmeans_screens_large_problems_with_the_same_result(monkeypatch):
     import contextlib
 

@@ -235,9 +235,11 @@ def _shift_transpose(X, rows, shift, block_t, norms):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, distances):
+def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, distances, upper,
+                  lazy):
     """Nearest center of each row in ``rows`` (exact, lowest index on ties) through one BLAS
-    product; ``lower`` gets a lower bound on the distance to every other center.
+    product; ``lower`` gets a lower bound on the distance to every other center, ``upper`` one on
+    the distance to the row's own center.
 
     The product ``shifted @ block_t`` of the centers and the shifted rows, transposed, has one
     row per center, so the running two smallest approximations are updated across rows as vector
@@ -245,8 +247,9 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     block that BLAS transposes as it packs it; narrower rows are transposed here
     (:func:`_shift_transpose`). Then the exact distances to the best approximations: ``known[r]``
     (>= 0) is row ``r``'s distance to its previous label, computed by the bound test; the others
-    four rows at a time (:func:`~fedcore.kernels.kmeans.distances.own_distances`).
-    ``scratch``: :class:`ScreenScratch`.
+    four rows at a time (:func:`~fedcore.kernels.kmeans.distances.own_distances`). ``lazy``: a
+    row whose label the product proves alone gets no exact distance (``distances`` left as it was;
+    ``upper`` from the product's bound). ``scratch``: :class:`ScreenScratch`.
     """
     m = rows.shape[0]
     d = X.shape[1]
@@ -286,6 +289,8 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     for r in range(m):
         if known[r] >= 0.0 and j1[r] == labels[rows[r]]:
             exact[r] = known[r]
+        elif lazy:
+            exact[r] = -1.0  # computed below if the row needs it
         else:
             todo[t] = r
             scratch.todo_rows[t] = rows[r]
@@ -300,22 +305,31 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
         x = np.sqrt(nx)
         best = j1[r]
         s = x + screen.roots[best]
-        upper = m1[r] + _screen_error(screen, s, d)  # >= exact d(x, c_best)
+        top = m1[r] + _screen_error(screen, s, d)  # >= exact d(x, c_best)
         err_max = _screen_error(screen, x + root_max, d)  # >= every center's error
         a = best
-        if m2[r] - err_max > upper:  # c_best is the only candidate
+        if m2[r] - err_max > top:  # c_best is the only candidate
             dist = exact[r]
+            if dist < 0.0:  # lazy: the label needs no exact distance
+                labels[i] = a
+                upper[i] = np.sqrt(top)
+                lower[i] = np.sqrt(max(m2[r] - err_max, 0.0))
+                continue
         else:  # every center whose interval reaches the upper bound, exactly
             dist = np.inf
             for j in range(k):
                 approx = nx - 2.0 * np.float64(out[j, r]) + screen.norms[j]
-                if approx - err_max <= upper:
-                    e = exact[r] if j == best else own_distance(X, i, centers, j)
+                if approx - err_max <= top:
+                    if j == best and exact[r] >= 0.0:
+                        e = exact[r]
+                    else:
+                        e = own_distance(X, i, centers, j)
                     if e < dist:  # ascending j: the lowest index wins ties
                         dist = e
                         a = j
         labels[i] = a
         distances[i] = dist
+        upper[i] = np.sqrt(dist)
         # Every other center j has d(x, c_j) >= approx_j - err_max >= (m2 if a is best else m1).
         lower[i] = np.sqrt(max((m2[r] if a == best else m1[r]) - err_max, 0.0))
 
@@ -368,9 +382,18 @@ def _scan_block(X, rows, centers_t, block_t, nearest, labels, lower, distances):
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, labels, lower,
-                distances):
+                distances, upper, lazy, tighten):
     """E-step of rows ``start:stop``: OUT ``labels``, ``distances`` (exact, as the plain scan);
-    IN/OUT ``lower`` (rows whose bound proves their label skip the scan; 0: no bound yet)."""
+    IN/OUT ``lower`` and ``upper``, bounds on the distance (not squared) to every other center
+    (0: no bound yet) and to the row's own center: a row whose bounds prove its label skips the
+    scan ([Hamerly]).
+
+    Each bounded row's exact distance tightens its upper bound before the test, unless ``lazy``:
+    then a row whose upper bound passes keeps its label with no distance computed (``distances``
+    left as it was), and with ``tighten`` False a row whose upper bound fails goes to the screen
+    untightened (every eighth row is still tightened, to measure). Returns ``(tightened,
+    passed)``: how many rows were tightened and how many of them then passed.
+    """
     size = stop - start
     pending = np.empty(size, dtype=np.int64)
     bounded = np.empty(size, dtype=np.int64)
@@ -381,22 +404,36 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
     c = 0
     for i in range(start, stop):  # rows with a bound, and rows to scan (their order is free)
         if lower[i] > 0.0:
+            a = labels[i]
+            if screen is not None:  # (lazy E-steps need a screen; pruned without one)
+                if lazy and upper[i] + margin < max(lower[i], half_sep[a]):
+                    # |x - c_j| >= |c_a - c_j| - |x - c_a| >= 2 half_sep[a] - |x - c_a|
+                    lower[i] = max(lower[i], 2.0 * half_sep[a] - upper[i])
+                    continue
+                if lazy and not tighten and i % 8 != 0:
+                    pending[m] = i
+                    known[m] = -1.0
+                    m += 1
+                    continue
             bounded[c] = i
-            which[c] = labels[i]
+            which[c] = a
             c += 1
         else:
             pending[m] = i
             known[m] = -1.0
             m += 1
     own_distances(X, bounded[:c], centers, which, own)
+    passed = 0
     for q in range(c):
         i = bounded[q]
         a = which[q]
         root = np.sqrt(own[q])
+        if screen is not None:
+            upper[i] = root
         if root + margin < max(lower[i], half_sep[a]):
-            # |x - c_j| >= |c_a - c_j| - |x - c_a| >= 2 half_sep[a] - |x - c_a|
             lower[i] = max(lower[i], 2.0 * half_sep[a] - root)
             distances[i] = own[q]
+            passed += 1
             continue
         pending[m] = i
         known[m] = own[q]
@@ -413,7 +450,7 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
         for b in range(0, m, BLOCK_ROWS):
             e = min(m, b + BLOCK_ROWS)
             _screen_block(X, pending[b:e], known[b:e], centers, screen, scratch, labels, lower,
-                          distances)
+                          distances, upper, lazy)
     else:
         nearest = Nearest(np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS),
                           np.empty(BLOCK_ROWS, dtype=np.int64))
@@ -421,6 +458,7 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
         for b in range(0, m, BLOCK_ROWS):
             _scan_block(X, pending[b:min(m, b + BLOCK_ROWS)], centers_t, block_t, nearest,
                         labels, lower, distances)
+    return c, passed
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
@@ -651,6 +689,15 @@ def relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sum
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+def _exact_distances(X, centers, labels, distances):
+    """OUT ``distances``: every row's exact distance to its labelled center, a chunk at a time."""
+    n = X.shape[0]
+    for c in prange(-(-n // CHUNK_SIZE)):
+        lo, hi = c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)
+        own_distances(X, np.arange(lo, hi), centers, labels[lo:hi], distances[lo:hi])
+
+
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def _record(trace, it, labels, lower, distances, centers, moved):
     trace = grow_trace(trace, it)
     trace.labels[it] = labels
@@ -686,9 +733,9 @@ def _update_centers(centers, center_sums, weight_sums, take_prior, dirty, next_p
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
-def _loosen_and_compare(labels, labels_old, lower, drifts, changed):
+def _loosen_and_compare(labels, labels_old, lower, upper, track_upper, drifts, changed):
     """The bound update of [Hamerly] (each row's lower bound drops by the largest move of a center
-    other than its own) and the label check, in one pass over chunks of rows; returns whether a
+    other than its own, its upper bound rises by its own center's move) and the label check, in one pass over chunks of rows; returns whether a
     label differs from ``labels_old``, which is then set to ``labels``. ``changed`` (n_chunks,)
     scratch."""
     top, top_j, runner = top_two(drifts)
@@ -698,6 +745,8 @@ def _loosen_and_compare(labels, labels_old, lower, drifts, changed):
         for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
             a = labels[i]
             lower[i] -= runner if a == top_j else top
+            if track_upper:
+                upper[i] += drifts[a]
             if a != labels_old[i]:
                 flag = True
                 labels_old[i] = a
@@ -763,7 +812,11 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     labels_old = np.full(n, -1, dtype=np.int32)
     labels[:] = 0
     lower = np.zeros(n)
+    upper = np.zeros(n)
     n_chunks = max(1, -(-n // CHUNK_SIZE))
+    tighten = np.ones(n_chunks, dtype=np.bool_)
+    # Lazy E-steps (below) need the screen's bounds, and no record or replay of distances.
+    track_upper = screen is not None and trace is None and prior is None
     part_sums = np.empty((wave, k, d))
     part_weights = np.empty((wave, k))
     part_inertia = np.empty(wave)
@@ -782,6 +835,9 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
             if it < prior.trace.labels.shape[0]:
                 sparse, inertia = _replay_estep(X, weights, centers, margin, prior, it, labels,
                                                 lower, distances, moves, buf)
+        # Only the final E-step's distances are kept (and every E-step's in a recorded or replayed
+        # run): the others compute only the distances their labels need.
+        lazy = it < max_iter and track_upper
         if not sparse:
             if screen is not None:  # a loop without the screen compiles no BLAS call
                 half_separation(centers, half_sep)
@@ -802,13 +858,19 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
                     part_sums[p] = 0.0
                     part_weights[p] = 0.0
                     acc = 0.0
+                    tightened = passed = 0
                     for lo in range(start, stop, span):  # E-step, then sums while in cache
                         hi = min(stop, lo + span)
-                        _estep_rows(X, centers, centers_t, screen, half_sep, margin, lo, hi,
-                                    labels, lower, distances)
+                        t, q = _estep_rows(X, centers, centers_t, screen, half_sep, margin, lo,
+                                           hi, labels, lower, distances, upper, lazy,
+                                           tighten[first + p])
+                        tightened += t
+                        passed += q
                         acc = _add_statistics(X, weights, labels, distances, lo, hi,
                                               part_sums[p], part_weights[p], acc)
                     part_inertia[p] = acc
+                    if tightened > 0:  # tightening pays when it often proves the label
+                        tighten[first + p] = 10 * tightened <= (k + 10) * passed
                 inertia = _merge(part_sums, part_weights, part_inertia, n_parts, center_sums,
                                  weight_sums, inertia)
         take_prior = False
@@ -823,6 +885,9 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
         if it < max_iter and not take_prior:
             for j in range(k):
                 moved = moved or weight_sums[j] == 0.0
+            if screen is not None:  # (pruned without: no lazy E-step then)
+                if moved and lazy:  # the farthest rows, by exact distances
+                    _exact_distances(X, centers, labels, distances)
             relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sums)
         if trace is not None:
             kept = _record(kept, it, labels, lower, distances, centers, moved)
@@ -831,7 +896,8 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
         n_iter = it + 1
         shift = _update_centers(centers, center_sums, weight_sums, take_prior, dirty, next_prior,
                                 drifts)
-        if not _loosen_and_compare(labels, labels_old, lower, drifts, changed) or shift <= tol:
+        if not _loosen_and_compare(labels, labels_old, lower, upper, track_upper, drifts,
+                                   changed) or shift <= tol:
             max_iter = it + 1  # one more pass: the final E-step
     if trace is None:
         return inertia, n_iter, trace
