@@ -8,7 +8,9 @@ which distances need computing, never their values:
 
 * **Bounds** ([Hamerly]): each row keeps a lower bound on its distance to every center but its
   own; a row whose own distance plus a margin is below that bound, or below half the distance from
-  its center to the nearest other center, keeps its label after one exact distance.
+  its center to the nearest other center, keeps its label after one exact distance. E-steps whose
+  distances are not kept (all but the last, unless recorded) test an upper bound on the own
+  distance first and skip the exact distance where the bounds, or the screen, prove the label.
 * **Screening** (:class:`Screen`): the rows that remain are gathered into blocks of
   ``BLOCK_ROWS``, shifted by the mean of the centers and multiplied by the centers with one BLAS
   product (float32 ``sgemm`` by default). ``|x|^2 - 2 x.c + |c|^2`` is within a rigorous rounding
