@@ -737,9 +737,9 @@ def _update_centers(centers, center_sums, weight_sums, take_prior, dirty, next_p
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def _loosen_and_compare(labels, labels_old, lower, upper, track_upper, drifts, changed):
     """The bound update of [Hamerly] (each row's lower bound drops by the largest move of a center
-    other than its own, its upper bound rises by its own center's move) and the label check, in one pass over chunks of rows; returns whether a
-    label differs from ``labels_old``, which is then set to ``labels``. ``changed`` (n_chunks,)
-    scratch."""
+    other than its own; with ``track_upper``, its upper bound rises by its own center's move) and
+    the label check, in one pass over chunks of rows; returns whether a label differs from
+    ``labels_old``, which is then set to ``labels``. ``changed`` (n_chunks,) scratch."""
     top, top_j, runner = top_two(drifts)
     n = labels.shape[0]
     for c in prange(changed.shape[0]):
