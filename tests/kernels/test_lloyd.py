@@ -364,6 +364,27 @@ def test_lazy_estep_equals_every_distance_computed(kind, d):
         assert i1 == i0 and n1 == n0
 
 
+def test_screen_in_big_blocks_equals_the_plain_scan():
+    # k d = 2^18: the screen takes BIG_BLOCK_ROWS rows per product.
+    from fedcore.kernels.kmeans.lloyd import BIG_BLOCK_ROWS, BIG_BLOCK_WORK, lloyd_run
+    k = d = 512
+    assert k * d >= BIG_BLOCK_WORK
+    rng = np.random.default_rng(5)
+    X = rng.random((3 * BIG_BLOCK_ROWS + 7, d), dtype=np.float32)
+    w = np.ones(X.shape[0])
+    runs = []
+    for screen in (True, False):
+        centers = X[:k].astype(np.float64)
+        labels, dist = np.full(X.shape[0], -7), np.full(X.shape[0], np.nan)
+        inertia, n_iter = lloyd_run(X, w, centers, 3, 0.0, 1e-9, labels, dist, screen=screen)
+        runs.append((centers, labels, dist, inertia, n_iter))
+    (c0, l0, d0, i0, n0), (c1, l1, d1, i1, n1) = runs
+    np.testing.assert_array_equal(l1, l0)
+    np.testing.assert_array_equal(_bits(d1), _bits(d0))
+    np.testing.assert_array_equal(_bits(c1), _bits(c0))
+    assert i1 == i0 and n1 == n0
+
+
 def test_kmeans_screens_large_problems_with_the_same_result(monkeypatch):
     import contextlib
 
