@@ -337,11 +337,13 @@ def test_lazy_estep_equals_every_distance_computed(kind, d):
     # (bounds from the screen's product, rows kept by their upper bound); a recorded run computes
     # every distance, the plain scan too. Same bits on several chunks, through empty clusters:
     # two initial centers coincide, so one of them starts empty and takes the farthest row
-    # (by exact distances, recomputed for it).
+    # (by exact distances, recomputed for it). Rows scaled by 1e-3 at d = 20: distances below 1,
+    # whose squares are smaller than they are (a square taken for a bound would be too small).
     from fedcore.kernels.kmeans.lloyd import lloyd_core
     rng = np.random.default_rng(d)
     n, k = 3 * CHUNK + 17, 12
-    X = rows_of_kind(kind, rng, n, d, k).astype(np.float32 if d == 20 else np.float64)
+    X = rows_of_kind(kind, rng, n, d, k) * (1e-3 if d == 20 else 1.0)
+    X = X.astype(np.float32 if d == 20 else np.float64)
     w = rng.integers(1, 4, size=n).astype(np.float64)
     init = X[rng.choice(n, size=k, replace=False)].astype(np.float64)
     init[1] = init[0]
@@ -362,6 +364,36 @@ def test_lazy_estep_equals_every_distance_computed(kind, d):
         np.testing.assert_array_equal(_bits(d1), _bits(d0))
         np.testing.assert_array_equal(_bits(c1), _bits(c0))
         assert i1 == i0 and n1 == n0
+
+
+def test_lazy_estep_through_late_relocations_of_small_distances():
+    # Few distinct points and more clusters: relocations happen after the first iterations, when
+    # the bounds are tight; distances below 1 (a squared distance taken for a bound would be too
+    # small). The lazy run (no record) must equal the recorded one, which computes every distance.
+    from fedcore.kernels.kmeans.lloyd import lloyd_core
+    late = 0
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        d, k, n = int(rng.integers(16, 48)), int(rng.integers(8, 20)), int(rng.integers(200, 3000))
+        base = rng.random((int(rng.integers(3, 30)), d)) * 1e-2
+        X = base[rng.integers(0, base.shape[0], n)] + rng.normal(scale=1e-3, size=(n, d))
+        w = np.ones(n)
+        init = X[rng.choice(n, k, replace=False)].copy()
+        init[1] = init[0]
+        runs = []
+        for record in (False, True):
+            centers = init.copy()
+            labels, dist = np.full(n, -7), np.full(n, np.nan)
+            inertia, n_iter, trace = lloyd_core(X, w, centers, 30, 0.0, 1e-12, labels, dist,
+                                                record=record, screen=True)
+            runs.append((centers, labels, dist, inertia, n_iter))
+        late += int(trace.moved[1:].any())
+        (c0, l0, d0, i0, n0), (c1, l1, d1, i1, n1) = runs
+        np.testing.assert_array_equal(l1, l0)
+        np.testing.assert_array_equal(_bits(d1), _bits(d0))
+        np.testing.assert_array_equal(_bits(c1), _bits(c0))
+        assert i1 == i0 and n1 == n0
+    assert late >= 3
 
 
 def test_screen_in_big_blocks_equals_the_plain_scan():

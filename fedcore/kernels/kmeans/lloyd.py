@@ -243,11 +243,9 @@ def _shift_transpose(X, rows, shift, block_t, norms):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, distances, upper,
-                  lazy):
+def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, distances, lazy):
     """Nearest center of each row in ``rows`` (exact, lowest index on ties) through one BLAS
-    product; ``lower`` gets a lower bound on the distance to every other center, ``upper`` one on
-    the distance to the row's own center.
+    product; ``lower`` gets a lower bound on the distance to every other center.
 
     The product ``shifted @ block_t`` of the centers and the shifted rows, transposed, has one
     row per center, so the running two smallest approximations are updated across rows as vector
@@ -255,9 +253,10 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     block that BLAS transposes as it packs it; narrower rows are transposed here
     (:func:`_shift_transpose`). Then the exact distances to the best approximations: ``known[r]``
     (>= 0) is row ``r``'s distance to its previous label, computed by the bound test; the others
-    four rows at a time (:func:`~fedcore.kernels.kmeans.distances.own_distances`). ``lazy``: a
-    row whose label the product proves alone gets no exact distance (``distances`` left as it was;
-    ``upper`` from the product's bound). ``scratch``: :class:`ScreenScratch`.
+    four rows at a time (:func:`~fedcore.kernels.kmeans.distances.own_distances`). ``lazy``:
+    ``distances`` gets upper bounds on the distance (not squared) instead, and a row whose label
+    the product proves alone gets no exact distance (its bound is the product's).
+    ``scratch``: :class:`ScreenScratch`.
     """
     m = rows.shape[0]
     d = X.shape[1]
@@ -320,7 +319,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
             dist = exact[r]
             if dist < 0.0:  # lazy: the label needs no exact distance
                 labels[i] = a
-                upper[i] = np.sqrt(top)
+                distances[i] = np.sqrt(top)
                 lower[i] = np.sqrt(max(m2[r] - err_max, 0.0))
                 continue
         else:  # every center whose interval reaches the upper bound, exactly
@@ -336,8 +335,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
                         dist = e
                         a = j
         labels[i] = a
-        distances[i] = dist
-        upper[i] = np.sqrt(dist)
+        distances[i] = np.sqrt(dist) if lazy else dist
         # Every other center j has d(x, c_j) >= approx_j - err_max >= (m2 if a is best else m1).
         lower[i] = np.sqrt(max((m2[r] if a == best else m1[r]) - err_max, 0.0))
 
@@ -396,17 +394,17 @@ def _screen_rows(k, d):
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, labels, lower,
-                distances, upper, lazy, tighten):
+                distances, lazy, tighten):
     """E-step of rows ``start:stop``: OUT ``labels``, ``distances`` (exact, as the plain scan);
-    IN/OUT ``lower`` and ``upper``, bounds on the distance (not squared) to every other center
-    (0: no bound yet) and to the row's own center: a row whose bounds prove its label skips the
-    scan ([Hamerly]).
+    IN/OUT ``lower``, a bound on the distance (not squared) to every other center (0: no bound
+    yet): a row whose bound proves its label skips the scan ([Hamerly]).
 
-    Each bounded row's exact distance tightens its upper bound before the test, unless ``lazy``:
-    then a row whose upper bound passes keeps its label with no distance computed (``distances``
-    left as it was), and with ``tighten`` False a row whose upper bound fails goes to the screen
-    untightened (every eighth row is still tightened, to measure). Returns ``(tightened,
-    passed)``: how many rows were tightened and how many of them then passed.
+    ``lazy`` (only with a screen): ``distances`` holds, IN and OUT, upper bounds on the distance
+    (not squared) instead. A row whose upper bound passes the test keeps its label with no distance
+    computed; one that fails gets its exact distance and is tested again, unless ``tighten`` is
+    False: then it goes to the screen untightened (every eighth row is still tightened, to
+    measure). Returns ``(tightened, passed)``: how many rows were tightened and how many of them
+    then passed.
     """
     size = stop - start
     pending = np.empty(size, dtype=np.int64)
@@ -420,9 +418,9 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
         if lower[i] > 0.0:
             a = labels[i]
             if screen is not None:  # (lazy E-steps need a screen; pruned without one)
-                if lazy and upper[i] + margin < max(lower[i], half_sep[a]):
+                if lazy and distances[i] + margin < max(lower[i], half_sep[a]):
                     # |x - c_j| >= |c_a - c_j| - |x - c_a| >= 2 half_sep[a] - |x - c_a|
-                    lower[i] = max(lower[i], 2.0 * half_sep[a] - upper[i])
+                    lower[i] = max(lower[i], 2.0 * half_sep[a] - distances[i])
                     continue
                 if lazy and not tighten and i % 8 != 0:
                     pending[m] = i
@@ -442,11 +440,9 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
         i = bounded[q]
         a = which[q]
         root = np.sqrt(own[q])
-        if screen is not None:
-            upper[i] = root
         if root + margin < max(lower[i], half_sep[a]):
             lower[i] = max(lower[i], 2.0 * half_sep[a] - root)
-            distances[i] = own[q]
+            distances[i] = root if lazy else own[q]
             passed += 1
             continue
         pending[m] = i
@@ -463,7 +459,7 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
         for b in range(0, m, rb):
             e = min(m, b + rb)
             _screen_block(X, pending[b:e], known[b:e], centers, screen, scratch, labels, lower,
-                          distances, upper, lazy)
+                          distances, lazy)
     else:
         nearest = Nearest(np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS),
                           np.empty(BLOCK_ROWS, dtype=np.int64))
@@ -711,6 +707,15 @@ def _exact_distances(X, centers, labels, distances):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+def _roots(distances):
+    """``distances = sqrt(distances)`` in place, a chunk at a time."""
+    n = distances.shape[0]
+    for c in prange(-(-n // CHUNK_SIZE)):
+        for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
+            distances[i] = np.sqrt(distances[i])
+
+
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def _record(trace, it, labels, lower, distances, centers, moved):
     trace = grow_trace(trace, it)
     trace.labels[it] = labels
@@ -746,9 +751,9 @@ def _update_centers(centers, center_sums, weight_sums, take_prior, dirty, next_p
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
-def _loosen_and_compare(labels, labels_old, lower, upper, track_upper, drifts, changed):
+def _loosen_and_compare(labels, labels_old, lower, upper, lazy, drifts, changed):
     """The bound update of [Hamerly] (each row's lower bound drops by the largest move of a center
-    other than its own; with ``track_upper``, its upper bound rises by its own center's move) and
+    other than its own; after a lazy E-step, its upper bound rises by its own center's move) and
     the label check, in one pass over chunks of rows; returns whether a label differs from
     ``labels_old``, which is then set to ``labels``. ``changed`` (n_chunks,) scratch."""
     top, top_j, runner = top_two(drifts)
@@ -758,7 +763,7 @@ def _loosen_and_compare(labels, labels_old, lower, upper, track_upper, drifts, c
         for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
             a = labels[i]
             lower[i] -= runner if a == top_j else top
-            if track_upper:
+            if lazy:
                 upper[i] += drifts[a]
             if a != labels_old[i]:
                 flag = True
@@ -825,11 +830,10 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     labels_old = np.full(n, -1, dtype=np.int32)
     labels[:] = 0
     lower = np.zeros(n)
-    upper = np.zeros(n)
     n_chunks = max(1, -(-n // CHUNK_SIZE))
     tighten = np.ones(n_chunks, dtype=np.bool_)
     # Lazy E-steps (below) need the screen's bounds, and no record or replay of distances.
-    track_upper = screen is not None and trace is None and prior is None
+    lazy_run = screen is not None and trace is None and prior is None
     part_sums = np.empty((wave, k, d))
     part_weights = np.empty((wave, k))
     part_inertia = np.empty(wave)
@@ -849,8 +853,9 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
                 sparse, inertia = _replay_estep(X, weights, centers, margin, prior, it, labels,
                                                 lower, distances, moves, buf)
         # Only the final E-step's distances are kept (and every E-step's in a recorded or replayed
-        # run): the others compute only the distances their labels need.
-        lazy = it < max_iter and track_upper
+        # run): the others compute only the distances their labels need, and keep upper bounds
+        # on the distances (not squared) in ``distances`` instead.
+        lazy = it < max_iter and lazy_run
         if not sparse:
             if screen is not None:  # a loop without the screen compiles no BLAS call
                 half_separation(centers, half_sep)
@@ -875,7 +880,7 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
                     for lo in range(start, stop, span):  # E-step, then sums while in cache
                         hi = min(stop, lo + span)
                         t, q = _estep_rows(X, centers, centers_t, screen, half_sep, margin, lo,
-                                           hi, labels, lower, distances, upper, lazy,
+                                           hi, labels, lower, distances, lazy,
                                            tighten[first + p])
                         tightened += t
                         passed += q
@@ -902,6 +907,9 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
                 if moved and lazy:  # the farthest rows, by exact distances
                     _exact_distances(X, centers, labels, distances)
             relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sums)
+            if screen is not None:
+                if moved and lazy:  # back to upper bounds
+                    _roots(distances)
         if trace is not None:
             kept = _record(kept, it, labels, lower, distances, centers, moved)
         if it == max_iter:  # the final E-step for the final centers
@@ -909,7 +917,7 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
         n_iter = it + 1
         shift = _update_centers(centers, center_sums, weight_sums, take_prior, dirty, next_prior,
                                 drifts)
-        if not _loosen_and_compare(labels, labels_old, lower, upper, track_upper, drifts,
+        if not _loosen_and_compare(labels, labels_old, lower, distances, lazy, drifts,
                                    changed) or shift <= tol:
             max_iter = it + 1  # one more pass: the final E-step
     if trace is None:
