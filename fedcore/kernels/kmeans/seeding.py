@@ -371,19 +371,17 @@ def candidate_potentials(X, candidates, gaps, weights, labels, mind, partials, o
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def pick_pending(weights, mind, dists, fresh, pend, sums, u):
+def pick_pending(weights, mind, dists, closer, pend, sums, u):
     """:func:`pick_product` on ``weights * mind'`` where ``mind'`` is ``mind`` after the center in
-    column ``pend`` of ``dists`` is applied (``mind'_i = dists[i, pend]`` where ``fresh[i]`` and
-    that is strictly less than ``mind_i``) without applying it; ``sums`` must be the chunk sums of
-    those products, as :func:`greedy_pass` writes them."""
+    row ``pend`` of ``dists`` is applied (``mind'_i = dists[pend, i]`` where ``closer[pend, i]``)
+    without applying it; ``sums`` must be the chunk sums of those products, as
+    :func:`greedy_pass` writes them."""
     n = weights.shape[0]
     start, inner = _target_chunk(sums, u)
     acc = 0.0
     last = -1
     for i in range(start, min(n, start + CHUNK_SIZE)):
-        m = mind[i]
-        if fresh[i] and dists[i, pend] < m:
-            m = dists[i, pend]
+        m = dists[pend, i] if closer[pend, i] else mind[i]
         v = weights[i] * m
         if v > 0.0:
             last = i
@@ -423,32 +421,33 @@ def tile_rows(X, tiles):
 
 
 @chunked_kernel
-def greedy_pass(X, tiles, candidates, gaps, weights, pend, slot, dists, fresh, labels, mind,
+def greedy_pass(X, tiles, candidates, gaps, weights, pend, slot, dists, closer, labels, mind,
                 partials, out):
     """One step of greedy k-means++: apply the pending center, then the potentials of candidates.
 
     IN ``X`` float32/float64 (n, d) and ``tiles`` its copy by :func:`tile_rows` (only ``tiles`` is
     read); ``candidates`` float64 (L, d); ``gaps`` float64 (>= slot + 1,) with ``gaps[a]`` the
     least squared distance between center ``a`` and the candidates (from :func:`min_gaps`,
-    pruning only); ``weights`` float64 (n,); ``pend`` int: the column of ``dists`` that holds the
+    pruning only); ``weights`` float64 (n,); ``pend`` int: the row of ``dists`` that holds the
     distances to center ``slot`` (the previous step's choice), -1 for none. IN/OUT ``labels``
-    int64 (n,), ``mind`` float64 (n,): first every row with ``fresh[i]`` and ``dists[i, pend]``
-    strictly less than ``mind[i]`` moves to center ``slot`` (as :func:`d2_update` does; rows not
-    fresh cannot move). Then OUT ``fresh`` bool (n,): False where the pruning test of
-    :func:`d2_refresh` proves that no candidate can move the row, and ``dists`` float64
-    (n, >= L): ``dists[i, p] = |x_i - c_p|^2`` (a sequential sum in feature order) where
-    ``fresh[i]``, untouched elsewhere; ``partials`` float64 (>= L, n_chunks): per-chunk
-    sequential sums of ``w_i min(mind_i, |x_i - c_p|^2)``, bit for bit the chunk sums
-    :func:`d2_update` would write after adding candidate ``p``; ``out`` float64 (>= L,): their
-    sums over chunks, in chunk order, as :func:`candidate_potentials`.
+    int64 (n,), ``mind`` float64 (n,): first every row with ``closer[pend, i]`` moves to center
+    ``slot`` at distance ``dists[pend, i]`` (as :func:`d2_update` does). Then OUT ``closer`` bool
+    (>= L, n): whether ``|x_i - c_p|^2`` (a sequential sum in feature order) is strictly less than
+    ``mind[i]``, and ``dists`` float64 (>= L, n) that distance where it is (untouched elsewhere);
+    ``partials`` float64 (>= L, n_chunks): per-chunk sequential sums of ``w_i min(mind_i,
+    |x_i - c_p|^2)``, bit for bit the chunk sums :func:`d2_update` would write after adding
+    candidate ``p``; ``out`` float64 (>= L,): their sums over chunks, in chunk order, as
+    :func:`candidate_potentials`.
 
-    The distances are computed a tile of rows at a time, for the tiles with a fresh row.
+    The distances are computed a tile of rows at a time, for the tiles with a row that the pruning
+    test of :func:`d2_refresh` keeps, and summed into the potentials while in cache. Only the
+    distances that move a row are stored, so a pass writes little beyond ``closer``.
     """
     n = X.shape[0]
     L = candidates.shape[0]
     nc = partials.shape[1]
     for c in prange(nc):
-        _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, fresh, labels, mind,
+        _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, closer, labels, mind,
                       partials, c, c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE))
     for p in range(L):
         total = 0.0
@@ -458,33 +457,29 @@ def greedy_pass(X, tiles, candidates, gaps, weights, pend, slot, dists, fresh, l
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, fresh, labels, mind,
+def _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, closer, labels, mind,
                   partials, c, lo, hi):
-    """:func:`greedy_pass` on rows ``lo..hi-1`` (chunk ``c``)."""
+    """:func:`greedy_pass` on rows ``lo..hi-1`` (chunk ``c``), a tile at a time."""
     d = tiles.shape[1]
     L = candidates.shape[0]
-    need = np.empty(hi - lo, dtype=np.bool_)
+    need = np.empty(_BLOCK, dtype=np.bool_)
     acc = np.empty((L, _BLOCK))
     sums = np.zeros(L)
-    for i in range(lo, hi):
-        m = mind[i]
-        a = labels[i]
-        if pend >= 0 and fresh[i] and dists[i, pend] < m:
-            m = dists[i, pend]
-            a = slot
-            mind[i] = m
-            labels[i] = a
-        needed = a < 0 or gaps[a] <= _PRUNE_MARGIN * m
-        need[i - lo] = needed
-        fresh[i] = needed
     for b in range(lo // _BLOCK, (hi - 1) // _BLOCK + 1):
         r0 = max(lo, b * _BLOCK)
         r1 = min(hi, (b + 1) * _BLOCK)
         compute = False
         for i in range(r0, r1):
-            if need[i - lo]:
-                compute = True
-                break
+            m = mind[i]
+            a = labels[i]
+            if pend >= 0 and closer[pend, i]:
+                m = dists[pend, i]
+                a = slot
+                mind[i] = m
+                labels[i] = a
+            needed = a < 0 or gaps[a] <= _PRUNE_MARGIN * m
+            need[i - r0] = needed
+            compute |= needed
         if compute:
             tile = tiles[b]
             acc[:] = 0.0
@@ -494,29 +489,33 @@ def _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, fresh, la
                     for j in range(_BLOCK):
                         t = np.float64(tile[f, j]) - cf
                         acc[p, j] += t * t
-            for i in range(r0, r1):
-                if need[i - lo]:
-                    for p in range(L):
-                        dists[i, p] = acc[p, i - b * _BLOCK]
-    for i in range(lo, hi):
-        m = mind[i]
-        w = weights[i]
-        if need[i - lo]:
-            for p in range(L):
-                v = dists[i, p]
-                sums[p] += w * (v if v < m else m)
-        else:
-            for p in range(L):
-                sums[p] += w * m
+        for i in range(r0, r1):
+            m = mind[i]
+            w = weights[i]
+            if need[i - r0]:
+                j = i - b * _BLOCK
+                for p in range(L):
+                    v = acc[p, j]
+                    move = v < m
+                    closer[p, i] = move
+                    if move:
+                        dists[p, i] = v
+                        sums[p] += w * v
+                    else:
+                        sums[p] += w * m
+            else:
+                for p in range(L):
+                    closer[p, i] = False
+                    sums[p] += w * m
     for p in range(L):
         partials[p, c] = sums[p]
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def apply_pending(dists, fresh, pend, slot, labels, mind):
-    """Move every row with ``fresh[i]`` and ``dists[i, pend] < mind[i]`` to center ``slot`` (see
-    :func:`greedy_pass`)."""
+def apply_pending(dists, closer, pend, slot, labels, mind):
+    """Move every row with ``closer[pend, i]`` to center ``slot`` at distance ``dists[pend, i]``
+    (see :func:`greedy_pass`)."""
     for i in range(mind.shape[0]):
-        if fresh[i] and dists[i, pend] < mind[i]:
-            mind[i] = dists[i, pend]
+        if closer[pend, i]:
+            mind[i] = dists[pend, i]
             labels[i] = slot
