@@ -369,7 +369,8 @@ def test_lazy_estep_equals_every_distance_computed(kind, d):
 def test_lazy_estep_through_late_relocations_of_small_distances():
     # Few distinct points and more clusters: relocations happen after the first iterations, when
     # the bounds are tight; distances below 1 (a squared distance taken for a bound would be too
-    # small) and above (a root of a bound taken for a bound would be too small). The lazy run (no record) must equal the recorded one, which computes every distance.
+    # small) and above (a root of a bound taken for a bound would be too small). The lazy run (no
+    # record) must equal the recorded one, which computes every distance.
     from fedcore.kernels.kmeans.lloyd import lloyd_core
     late = 0
     for seed in range(24):
@@ -395,6 +396,42 @@ def test_lazy_estep_through_late_relocations_of_small_distances():
         np.testing.assert_array_equal(_bits(c1), _bits(c0))
         assert i1 == i0 and n1 == n0
     assert late >= 6
+
+
+def test_lazy_estep_relocates_by_exact_distances_among_ties():
+    # Integer grid points, some moved by one unit along one axis: many rows at exactly equal
+    # distances from their centers, and more clusters than points, so clusters empty at every
+    # iteration. The farthest rows must be chosen by exact distances (ties to the lowest row),
+    # not by the lazy E-step's upper bounds, which differ from them by the screen's error or a
+    # center's drift: the lazy run must equal the recorded one. (Choosing by the bounds fails
+    # on 5 of these 12 problems.)
+    from fedcore.kernels.kmeans.lloyd import lloyd_core
+    late = 0
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        d, k, n = int(rng.integers(16, 40)), int(rng.integers(8, 24)), int(rng.integers(100, 2000))
+        points = int(rng.integers(3, k))
+        X = rng.integers(-3, 4, size=(points, d)).astype(np.float64)[rng.integers(0, points, n)]
+        moved = rng.random(n) < 0.3
+        X[moved, rng.integers(0, d, moved.sum())] += rng.choice([-1.0, 1.0], moved.sum())
+        X *= float(rng.choice([1e-3, 1.0, 1e3]))
+        w = np.ones(n)
+        init = X[rng.choice(n, k, replace=False)].copy()
+        init[1] = init[0]
+        runs = []
+        for record in (False, True):
+            centers = init.copy()
+            labels, dist = np.full(n, -7), np.full(n, np.nan)
+            inertia, n_iter, trace = lloyd_core(X, w, centers, 20, 0.0, 1e-12, labels, dist,
+                                                record=record, screen=True)
+            runs.append((centers, labels, dist, inertia, n_iter))
+        late += int(trace.moved[1:].any())
+        (c0, l0, d0, i0, n0), (c1, l1, d1, i1, n1) = runs
+        np.testing.assert_array_equal(l1, l0)
+        np.testing.assert_array_equal(_bits(d1), _bits(d0))
+        np.testing.assert_array_equal(_bits(c1), _bits(c0))
+        assert i1 == i0 and n1 == n0
+    assert late >= 4
 
 
 def test_screen_in_big_blocks_equals_the_plain_scan():
