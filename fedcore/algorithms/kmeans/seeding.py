@@ -162,7 +162,8 @@ def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms, finish=Tr
     One pass over X per center (:func:`~fedcore.kernels.kmeans.seeding.greedy_pass`) applies the
     previous choice and computes the candidates' distances and potentials; it reads a copy of X
     made once by tiles of rows (:func:`~fedcore.kernels.kmeans.seeding.tiled`, X's size again in
-    memory) and keeps the n x L distances, so the chosen candidate's D^2 is never recomputed.
+    memory) and keeps the distances that move a row, so the chosen candidate's D^2 is never
+    recomputed.
     """
     n = X.shape[0]
     k = 1 + trial_uniforms.shape[0]
