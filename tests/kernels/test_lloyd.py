@@ -366,12 +366,39 @@ def test_lazy_estep_equals_every_distance_computed(kind, d):
         assert i1 == i0 and n1 == n0
 
 
+def _lazy_run_equals_recorded(X, rng, k, max_iter):
+    """Lloyd from k rows of X (two of them equal, so one cluster starts empty), lazy (no record)
+    and recorded (every distance computed): the same bits. Returns whether the recorded run
+    relocated a cluster after its first E-step."""
+    from fedcore.kernels.kmeans.lloyd import lloyd_core
+    n = X.shape[0]
+    init = X[rng.choice(n, k, replace=False)].copy()
+    init[1] = init[0]
+    runs = []
+    for record in (False, True):
+        centers = init.copy()
+        labels, dist = np.full(n, -7), np.full(n, np.nan)
+        inertia, n_iter, trace = lloyd_core(X, np.ones(n), centers, max_iter, 0.0, 1e-12, labels,
+                                            dist, record=record, screen=True)
+        runs.append((centers, labels, dist, inertia, n_iter))
+    _assert_same_runs(*runs)
+    return bool(trace.moved[1:].any())
+
+
+def _assert_same_runs(first, second):
+    """Two Lloyd runs as (centers, labels, distances, inertia, n_iter): the same bits."""
+    (c0, l0, d0, i0, n0), (c1, l1, d1, i1, n1) = first, second
+    np.testing.assert_array_equal(l1, l0)
+    np.testing.assert_array_equal(_bits(d1), _bits(d0))
+    np.testing.assert_array_equal(_bits(c1), _bits(c0))
+    assert i1 == i0 and n1 == n0
+
+
 def test_lazy_estep_through_late_relocations_of_small_distances():
     # Few distinct points and more clusters: relocations happen after the first iterations, when
     # the bounds are tight; distances below 1 (a squared distance taken for a bound would be too
     # small) and above (a root of a bound taken for a bound would be too small). The lazy run (no
     # record) must equal the recorded one, which computes every distance.
-    from fedcore.kernels.kmeans.lloyd import lloyd_core
     late = 0
     for seed in range(24):
         rng = np.random.default_rng(seed % 12)
@@ -379,22 +406,7 @@ def test_lazy_estep_through_late_relocations_of_small_distances():
         base = rng.random((int(rng.integers(3, 30)), d)) * 1e-2
         X = base[rng.integers(0, base.shape[0], n)] + rng.normal(scale=1e-3, size=(n, d))
         X *= 1.0 if seed < 12 else 1e5  # distances below 1, then above
-        w = np.ones(n)
-        init = X[rng.choice(n, k, replace=False)].copy()
-        init[1] = init[0]
-        runs = []
-        for record in (False, True):
-            centers = init.copy()
-            labels, dist = np.full(n, -7), np.full(n, np.nan)
-            inertia, n_iter, trace = lloyd_core(X, w, centers, 30, 0.0, 1e-12, labels, dist,
-                                                record=record, screen=True)
-            runs.append((centers, labels, dist, inertia, n_iter))
-        late += int(trace.moved[1:].any())
-        (c0, l0, d0, i0, n0), (c1, l1, d1, i1, n1) = runs
-        np.testing.assert_array_equal(l1, l0)
-        np.testing.assert_array_equal(_bits(d1), _bits(d0))
-        np.testing.assert_array_equal(_bits(c1), _bits(c0))
-        assert i1 == i0 and n1 == n0
+        late += _lazy_run_equals_recorded(X, rng, k, 30)
     assert late >= 6
 
 
@@ -405,7 +417,6 @@ def test_lazy_estep_relocates_by_exact_distances_among_ties():
     # not by the lazy E-step's upper bounds, which differ from them by the screen's error or a
     # center's drift: the lazy run must equal the recorded one. (Choosing by the bounds fails
     # on 5 of these 12 problems.)
-    from fedcore.kernels.kmeans.lloyd import lloyd_core
     late = 0
     for seed in range(12):
         rng = np.random.default_rng(seed)
@@ -415,22 +426,7 @@ def test_lazy_estep_relocates_by_exact_distances_among_ties():
         moved = rng.random(n) < 0.3
         X[moved, rng.integers(0, d, moved.sum())] += rng.choice([-1.0, 1.0], moved.sum())
         X *= float(rng.choice([1e-3, 1.0, 1e3]))
-        w = np.ones(n)
-        init = X[rng.choice(n, k, replace=False)].copy()
-        init[1] = init[0]
-        runs = []
-        for record in (False, True):
-            centers = init.copy()
-            labels, dist = np.full(n, -7), np.full(n, np.nan)
-            inertia, n_iter, trace = lloyd_core(X, w, centers, 20, 0.0, 1e-12, labels, dist,
-                                                record=record, screen=True)
-            runs.append((centers, labels, dist, inertia, n_iter))
-        late += int(trace.moved[1:].any())
-        (c0, l0, d0, i0, n0), (c1, l1, d1, i1, n1) = runs
-        np.testing.assert_array_equal(l1, l0)
-        np.testing.assert_array_equal(_bits(d1), _bits(d0))
-        np.testing.assert_array_equal(_bits(c1), _bits(c0))
-        assert i1 == i0 and n1 == n0
+        late += _lazy_run_equals_recorded(X, rng, k, 20)
     assert late >= 4
 
 
@@ -448,11 +444,7 @@ def test_screen_in_big_blocks_equals_the_plain_scan():
         labels, dist = np.full(X.shape[0], -7), np.full(X.shape[0], np.nan)
         inertia, n_iter = lloyd_run(X, w, centers, 3, 0.0, 1e-9, labels, dist, screen=screen)
         runs.append((centers, labels, dist, inertia, n_iter))
-    (c0, l0, d0, i0, n0), (c1, l1, d1, i1, n1) = runs
-    np.testing.assert_array_equal(l1, l0)
-    np.testing.assert_array_equal(_bits(d1), _bits(d0))
-    np.testing.assert_array_equal(_bits(c1), _bits(c0))
-    assert i1 == i0 and n1 == n0
+    _assert_same_runs(*runs)
 
 
 def test_kmeans_screens_large_problems_with_the_same_result(monkeypatch):
