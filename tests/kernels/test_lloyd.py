@@ -34,6 +34,15 @@ def _bits(a):
     return np.ascontiguousarray(a, dtype=np.float64).view(np.int64)
 
 
+def _assert_same_runs(first, second):
+    """Two Lloyd runs as (centers, labels, distances, inertia, n_iter): the same bits."""
+    (c0, l0, d0, i0, n0), (c1, l1, d1, i1, n1) = first, second
+    np.testing.assert_array_equal(l1, l0)
+    np.testing.assert_array_equal(_bits(d1), _bits(d0))
+    np.testing.assert_array_equal(_bits(c1), _bits(c0))
+    assert _bits(np.array([i1]))[0] == _bits(np.array([i0]))[0] and n1 == n0
+
+
 def _run_kernel(X, w, centers, kernel=None):
     """Call the kernel on garbage-filled OUT buffers;
     return (labels, dist, sums, wsums, inertia)."""
@@ -322,12 +331,8 @@ def test_lloyd_run_screened_by_blas_equals_the_plain_scan(problem):
         inertia, n_iter = lloyd_run(X, w, centers, max_iter, 0.0, margin, labels, dist,
                                     single=single, screen=screen)
         runs.append((centers, labels, dist, inertia, n_iter))
-    c0, l0, d0, i0, n0 = runs[0]
-    for c1, l1, d1, i1, n1 in runs[1:]:  # float32 and float64 screens
-        np.testing.assert_array_equal(l1, l0)
-        np.testing.assert_array_equal(_bits(d1), _bits(d0))
-        np.testing.assert_array_equal(_bits(c1), _bits(c0))
-        assert _bits(np.array([i1]))[0] == _bits(np.array([i0]))[0] and n1 == n0
+    for run in runs[1:]:  # float32 and float64 screens
+        _assert_same_runs(runs[0], run)
 
 
 @pytest.mark.parametrize("kind, d", [("grid", 40), ("far", 20), ("blobs", 40),
@@ -358,12 +363,8 @@ def test_lazy_estep_equals_every_distance_computed(kind, d):
             assert trace.moved.any()  # a relocation happened
         runs.append((centers, labels, dist, inertia, n_iter))
     assert runs[0][4] > 2  # lazy E-steps ran
-    c0, l0, d0, i0, n0 = runs[0]
-    for c1, l1, d1, i1, n1 in runs[1:]:
-        np.testing.assert_array_equal(l1, l0)
-        np.testing.assert_array_equal(_bits(d1), _bits(d0))
-        np.testing.assert_array_equal(_bits(c1), _bits(c0))
-        assert i1 == i0 and n1 == n0
+    for run in runs[1:]:
+        _assert_same_runs(runs[0], run)
 
 
 def _lazy_run_equals_recorded(X, rng, k, max_iter):
@@ -383,15 +384,6 @@ def _lazy_run_equals_recorded(X, rng, k, max_iter):
         runs.append((centers, labels, dist, inertia, n_iter))
     _assert_same_runs(*runs)
     return bool(trace.moved[1:].any())
-
-
-def _assert_same_runs(first, second):
-    """Two Lloyd runs as (centers, labels, distances, inertia, n_iter): the same bits."""
-    (c0, l0, d0, i0, n0), (c1, l1, d1, i1, n1) = first, second
-    np.testing.assert_array_equal(l1, l0)
-    np.testing.assert_array_equal(_bits(d1), _bits(d0))
-    np.testing.assert_array_equal(_bits(c1), _bits(c0))
-    assert i1 == i0 and n1 == n0
 
 
 def test_lazy_estep_through_late_relocations_of_small_distances():
