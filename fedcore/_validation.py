@@ -32,13 +32,16 @@ class DataTypeError(TypeError, ValueError):
 
 
 def check_array(X, name="X", *, ensure_2d=True, dtype=("float64", "float32"), copy=False,
-                min_samples=1, allow_nonfinite=False, distance_range=False, n_features=None):
+                min_samples=1, allow_nonfinite=False, distance_range=False, n_features=None,
+                return_max_abs=False):
     """Return ``X`` as a C-contiguous float32 or float64 array, or raise naming ``name``.
 
     ``distance_range``: also refuse entries so large that squared Euclidean distances would
     overflow float64 (:func:`check_distance_range`), in the same pass as the finiteness check;
     ``n_features`` is the width the limit is computed for (default: the last axis of ``X``; a
     party's block of a vertical federation is checked against the width of the joined rows).
+    ``return_max_abs``: return ``(X, largest absolute entry)``, the entry found by the same pass
+    (finite data only: not with ``allow_nonfinite``).
 
     float32 and float64 keep their dtype; other real numeric dtypes (ints, bools) become float64.
     Complex, object and string data raise ``TypeError``; so do scipy sparse matrices.
@@ -85,6 +88,9 @@ def check_array(X, name="X", *, ensure_2d=True, dtype=("float64", "float32"), co
     out = np.array(arr, dtype=target, order="C", copy=True) if copy else \
         np.ascontiguousarray(arr, dtype=target)
     width = (out.shape[-1] if out.ndim else 1) if n_features is None else n_features
+    if return_max_abs and allow_nonfinite:
+        raise TypeError("check_array: return_max_abs needs finite data (allow_nonfinite=False)")
+    big = 0.0
     if not allow_nonfinite and out.size:
         first, big = scan_values(out.reshape(-1))
         if first >= 0:
@@ -95,7 +101,7 @@ def check_array(X, name="X", *, ensure_2d=True, dtype=("float64", "float32"), co
             _check_magnitude(big, width, name)
     elif distance_range and out.size:
         _check_magnitude(max_abs(out), width, name)
-    return out
+    return (out, big) if return_max_abs else out
 
 
 def _index(flat, shape):

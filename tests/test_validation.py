@@ -250,6 +250,20 @@ def test_scan_values_equals_numpy(dtype, size):
         assert scan_values(Y) == (first, big)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_check_array_returns_the_largest_entry_of_its_pass(dtype):
+    """``return_max_abs`` gives the largest absolute entry of the validated array (what the fit
+    passes to Lloyd's bound settings instead of reading X again); it needs finite data."""
+    from fedcore._validation import check_array, max_abs
+    X = (np.random.default_rng(1).standard_normal((50, 3)) * 7).astype(dtype)
+    X[17, 2] = -40
+    out, big = check_array(X, "X", distance_range=True, return_max_abs=True)
+    assert big == max_abs(out) == 40.0
+    np.testing.assert_array_equal(out, X)
+    with pytest.raises(TypeError, match="return_max_abs"):
+        check_array(X, "X", allow_nonfinite=True, return_max_abs=True)
+
+
 @pytest.mark.parametrize("dtype", [">f8", ">f4"])
 def test_non_native_byte_order_is_read_as_native(dtype):
     """Big-endian input (e.g. from a file) is converted to the native order with the same

@@ -23,10 +23,11 @@ _SCAN_PARALLEL_MIN = 1 << 21
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def _largest_bits(bits, mask, start, stop):
     """The largest ``bits[i] & mask`` of ``start:stop``: a branch-free unsigned maximum, which
-    compilers vectorize."""
+    compilers vectorize (in the width of ``bits``: Numba widens ``&`` of uint32 to 64 bits, which
+    halves the vector lanes, hence the cast back)."""
     big = bits.dtype.type(0)
     for i in range(start, stop):
-        big = max(big, bits[i] & mask)
+        big = max(big, bits.dtype.type(bits[i] & mask))
     return big
 
 

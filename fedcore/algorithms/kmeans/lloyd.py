@@ -103,9 +103,9 @@ _POOL = None
 _CONCURRENT_SEEDING_MIN_FEATURES = 32
 
 
-def _lloyd_restarts(X, weights, starts, max_iter, tol, n_clusters):
+def _lloyd_restarts(X, weights, starts, max_iter, tol, n_clusters, scale):
     """Lloyd from each start, in order of ``starts`` (initial centers, or callables that seed
-    them with their own random stream).
+    them with their own random stream). ``scale``: :func:`max_abs` of X.
 
     Small problems (too few rows for parallel kernels,
     :func:`~fedcore.kernels.parallel.use_parallel`) run their restarts concurrently on Numba's
@@ -115,8 +115,6 @@ def _lloyd_restarts(X, weights, starts, max_iter, tol, n_clusters):
     that screen with BLAS hold BLAS to one thread meanwhile.
     """
     global _POOL
-
-    scale = max_abs(X)  # one pass for every restart
 
     def run(start):
         return weighted_lloyd(X, weights, start() if callable(start) else start, max_iter, tol,
@@ -194,7 +192,7 @@ class KMeans(BaseEstimator):
         self.n_local_trials = n_local_trials
 
     def fit(self, X: ArrayLike, y: object = None, sample_weight: ArrayLike | None = None) -> Self:
-        X = check_array(X, "X", distance_range=True)
+        X, scale = check_array(X, "X", distance_range=True, return_max_abs=True)
         weights = check_sample_weight(sample_weight, X.shape[0])
         k = check_n_clusters_for_weights(self.n_clusters, weights)
         check_weighted_range(X, float(weights.sum()), weight_names(sample_weight))
@@ -204,7 +202,7 @@ class KMeans(BaseEstimator):
         n_local_trials = check_n_local_trials(self.n_local_trials, k)
         rng = check_random_state(self.random_state)
         inits = list(self._initial_centers(X, weights, k, n_init, rng, n_local_trials))
-        results = _lloyd_restarts(X, weights, inits, max_iter, tol, k)
+        results = _lloyd_restarts(X, weights, inits, max_iter, tol, k, scale)
         best = min(range(len(results)), key=lambda i: results[i][2])  # first of the lowest
         centers, labels, inertia, n_iter = results[best]
         self.cluster_centers_ = centers.astype(X.dtype, copy=False)
