@@ -46,6 +46,8 @@ def check_array(X, name="X", *, ensure_2d=True, dtype=("float64", "float32"), co
     float32 and float64 keep their dtype; other real numeric dtypes (ints, bools) become float64.
     Complex, object and string data raise ``TypeError``; so do scipy sparse matrices.
     """
+    if return_max_abs and allow_nonfinite:
+        raise TypeError("check_array: return_max_abs needs finite data (allow_nonfinite=False)")
     if hasattr(X, "tocsr") or hasattr(X, "toarray"):
         raise TypeError(f"Argument {name!r} is a sparse matrix ({type(X).__name__}); fedcore "
                         "needs dense data: pass X.toarray()")
@@ -88,8 +90,6 @@ def check_array(X, name="X", *, ensure_2d=True, dtype=("float64", "float32"), co
     out = np.array(arr, dtype=target, order="C", copy=True) if copy else \
         np.ascontiguousarray(arr, dtype=target)
     width = (out.shape[-1] if out.ndim else 1) if n_features is None else n_features
-    if return_max_abs and allow_nonfinite:
-        raise TypeError("check_array: return_max_abs needs finite data (allow_nonfinite=False)")
     big = 0.0
     if not allow_nonfinite and out.size:
         first, big = scan_values(out.reshape(-1))
