@@ -1,4 +1,5 @@
 """Timing helper shared by the ``compare_*.py`` scripts (run them from the repository root)."""
+import os
 import time
 
 import numpy as np
@@ -24,3 +25,12 @@ def median_time(fn, repeats, warm=True):
         fn()
         times.append(time.perf_counter() - t0)
     return float(np.median(times))
+
+
+def fedcore_source():
+    """Which fedcore a script measures: Python puts the script's folder on the path, not the
+    working directory, so ``python benchmarks/compare_sklearn.py`` imports the installed fedcore
+    (an editable install: that checkout) even when run from another checkout; compare two
+    checkouts with ``PYTHONPATH=<checkout>``."""
+    import fedcore
+    return f"fedcore from {os.path.dirname(os.path.dirname(os.path.abspath(fedcore.__file__)))}"

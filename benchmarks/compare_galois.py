@@ -31,7 +31,7 @@ from fedcore.kernels.field import add_into, sub_into
 from fedcore.kernels.field.polynomial import poly_from_roots
 from fedcore.kernels.field.reed_solomon import berlekamp_massey, find_roots, power_sums
 from fedcore.secagg import SCMAClient, SCMASetup, SCMAServer
-from _timing import median_time
+from _timing import fedcore_source, median_time
 
 try:
     import galois
@@ -178,6 +178,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     print(f"load average {os.getloadavg()}; galois {galois.__version__ if galois else 'absent'}")
+    print(fedcore_source())
     print(f"{'':<44} {'fedcore':>13} {'galois':>13} {'ratio':>10}")
     bench_bm(M61, [200, 2000, 20000], [200] if args.quick else [200, 2000], args.repeats)
     bench_roots(M61, [100, 1000, 10000], [] if args.quick else [100], args.repeats)

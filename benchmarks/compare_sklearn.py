@@ -38,7 +38,7 @@ from sklearn.utils.extmath import row_norms
 from threadpoolctl import threadpool_info
 
 import fedcore
-from _timing import median_time
+from _timing import fedcore_source, median_time
 
 try:
     import faiss
@@ -186,6 +186,7 @@ def gemm_rates(size):
 def describe_machine(args):
     print(f"{os.cpu_count()} CPUs, load average {args.load:.2f} at start; numba "
           f"{numba.threading_layer()} layer, {numba.get_num_threads()} threads")
+    print(fedcore_source())
     if args.load > os.cpu_count() - 0.5:
         print("warning: the machine is busy: OpenMP threads that spin while they wait slow every "
               "parallel kernel down, unevenly; rerun when it is idle or with "

@@ -325,13 +325,14 @@ def test_lloyd_run_screened_by_blas_equals_the_plain_scan(problem):
     X, w, init, max_iter = problem
     margin = 1e-9 * 2.0 * np.sqrt(X.shape[1]) * max(float(np.abs(X).max()), 1.0)
     runs = []
-    for screen, single in ((False, True), (True, True), (True, False)):
+    for screen, single, direct in ((False, True, False), (True, True, False), (True, False, False),
+                                   (True, True, True)):
         centers = init.copy()
         labels, dist = np.full(X.shape[0], -7), np.full(X.shape[0], np.nan)
         inertia, n_iter = lloyd_run(X, w, centers, max_iter, 0.0, margin, labels, dist,
-                                    single=single, screen=screen)
+                                    single=single, screen=screen, direct=direct)
         runs.append((centers, labels, dist, inertia, n_iter))
-    for run in runs[1:]:  # float32 and float64 screens
+    for run in runs[1:]:  # float32 and float64 screens, float32 rows read directly
         _assert_same_runs(runs[0], run)
 
 
@@ -365,6 +366,105 @@ def test_lazy_estep_equals_every_distance_computed(kind, d):
     assert runs[0][4] > 2  # lazy E-steps ran
     for run in runs[1:]:
         _assert_same_runs(runs[0], run)
+
+
+@pytest.mark.parametrize("kind", ROW_KINDS + ["offset"])
+def test_screen_reading_rows_directly_equals_every_distance_computed(kind):
+    # float32 rows read from X as they are (direct=True, forced below DIRECT_MIN_FEATURES), in
+    # lazy E-steps (pruned rows leave gaps in the runs of rows read) and in a recorded run: the
+    # same bits as shifted rows and as the plain scan. "offset": rows 300 from the origin along
+    # every feature with spread 1, where the bound's |x| |s| term dominates and the screen goes
+    # back to shifted rows part of the time.
+    from fedcore.kernels.kmeans.lloyd import lloyd_core
+    rng = np.random.default_rng(len(kind))
+    n, d, k = 2 * CHUNK + 333, 48, 12
+    if kind == "offset":
+        X = 300.0 + rng.normal(size=(n, d))
+    else:
+        X = rows_of_kind(kind, rng, n, d, k)
+    X = X.astype(np.float32)
+    w = rng.integers(1, 4, size=n).astype(np.float64)
+    init = X[rng.choice(n, size=k, replace=False)].astype(np.float64)
+    init[1] = init[0]
+    margin = 1e-9 * 2.0 * np.sqrt(d) * max(float(np.abs(X).max()), 1.0)
+    runs = []
+    for screen, direct, record in ((True, True, False), (True, True, True), (True, False, False),
+                                   (False, False, False)):
+        centers = init.copy()
+        labels, dist = np.full(n, -7), np.full(n, np.nan)
+        inertia, n_iter, _ = lloyd_core(X, w, centers, 20, 0.0, margin, labels, dist,
+                                        record=record, screen=screen, direct=direct)
+        runs.append((centers, labels, dist, inertia, n_iter))
+    assert runs[0][4] > 2  # lazy E-steps ran
+    for run in runs[1:]:
+        _assert_same_runs(runs[0], run)
+
+
+def test_wide_float32_rows_are_read_directly_with_the_same_bits():
+    # At DIRECT_MIN_FEATURES features and few centers the screen reads float32 rows directly by
+    # default: the same bits as shifted rows and as the plain scan, on uniform rows (where the
+    # product decides most labels alone) from rows drawn as initial centers.
+    from fedcore.kernels.kmeans.lloyd import DIRECT_MIN_FEATURES, lloyd_run, uses_direct
+    n, d, k = 2 * CHUNK + 129, DIRECT_MIN_FEATURES, 16
+    assert uses_direct(d, k)
+    rng = np.random.default_rng(8)
+    X = rng.random((n, d), dtype=np.float32)
+    w = np.ones(n)
+    init = X[rng.choice(n, size=k, replace=False)].astype(np.float64)
+    runs = []
+    for screen, direct in ((True, None), (True, False), (False, False)):
+        centers = init.copy()
+        labels, dist = np.full(n, -7), np.full(n, np.nan)
+        inertia, n_iter = lloyd_run(X, w, centers, 8, 0.0, 1e-9, labels, dist, screen=screen,
+                                    direct=direct)
+        runs.append((centers, labels, dist, inertia, n_iter))
+    for run in runs[1:]:
+        _assert_same_runs(runs[0], run)
+
+
+def test_direct_product_error_within_its_bound():
+    # The error bound of direct_eps, against exact rational arithmetic, on rows far from the
+    # origin (|x| |s| large), near it, and with subnormal products; the screen's rounding is
+    # emulated here (float32 product by numpy's BLAS: the bound holds for any summation order).
+    from fractions import Fraction
+
+    from fedcore.kernels.kmeans.lloyd import direct_eps, screen_eps
+    rng = np.random.default_rng(11)
+    worst = 0.0
+    for scale, offset in ((1.0, 0.0), (1.0, 1e3), (1e-3, 50.0), (2.0 ** -70, 0.0)):
+        n, d, k = 20, 64, 5
+        X = (offset + scale * rng.normal(size=(n, d))).astype(np.float32)
+        C = offset + scale * rng.normal(size=(k, d))
+        s = C.mean(axis=0).astype(np.float32).astype(np.float64)
+        shifted = np.vstack([(C - s).astype(np.float32), s.astype(np.float32)])
+        out = shifted @ X.T  # (k + 1, n) float32
+        sq = (X.astype(np.float64) ** 2).sum(axis=1)
+        q = (sq - 2.0 * out[k].astype(np.float64)) + (s * s).sum()
+        cp = shifted[:k].astype(np.float64)
+        offsets = (cp * cp).sum(axis=1) + 2.0 * (cp * s).sum(axis=1)
+        approx = ((q.astype(np.float32)[None, :] - (out[:k] + out[:k]))
+                  + offsets.astype(np.float32)[:, None]).astype(np.float64)
+        eps_square, eps_cross = direct_eps(d, True)
+        tiny = screen_eps(d, True)[1]
+        sn = float(np.sqrt((s * s).sum()))
+        for i in range(n):
+            xs = [Fraction(float(v)) for v in X[i]]
+            true_q = sum((a - Fraction(b)) ** 2 for a, b in zip(xs, s))
+            delta = Fraction(float(q[i])) - true_q
+            xn = float(np.sqrt(sq[i]))
+            delta_bound = eps_square * (xn + sn) ** 2 + eps_cross * xn * sn + tiny * (d + 1)
+            assert abs(delta) <= Fraction(delta_bound)
+            xr = float(np.sqrt(max(q[i], 0.0) + delta_bound))
+            for j in range(k):
+                exact = sum((a - Fraction(float(c))) ** 2 for a, c in zip(xs, C[j]))
+                root = float(np.sqrt((cp[j] * cp[j]).sum()))
+                S = xr + root
+                bound = (eps_square * S * S + eps_cross * (xn + sn) * root
+                         + tiny * (2.0 * S * np.sqrt(d) + 2.0 * d + 4.0))
+                err = abs(Fraction(float(approx[j, i])) - exact - delta)
+                assert err <= Fraction(bound), (scale, offset, i, j)
+                worst = max(worst, float(err / Fraction(bound)))
+    assert worst > 1e-3  # the bound is not vacuous: some error comes within 1000x of it
 
 
 def _lazy_run_equals_recorded(X, rng, k, max_iter):

@@ -18,6 +18,8 @@ which distances need computing, never their values:
   (see :func:`screen_eps`); only centers whose interval can reach the smallest upper bound get
   their exact distance, and every exact minimum is among them,
   so the label (lowest index on ties) and its distance are the exact scan's, bit for bit.
+  Wide float32 rows (``DIRECT_MIN_FEATURES``) are not shifted: the product reads them from X as
+  they are, with the shift as one more center, under the bound of :func:`direct_eps`.
 
 :func:`lloyd_core` also records its E-steps and replays a recorded run on slightly changed data
 (:mod:`fedcore.kernels.kmeans.lloyd_replay`), again with the same bits.
@@ -28,7 +30,8 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import overload
 
 from ..._config import CHUNK_SIZE, NUMBA_CACHE
 from ..parallel import chunked_kernel
@@ -36,8 +39,8 @@ from .distances import own_distance, own_distances
 from .lloyd_replay import (LloydTrace, center_moves, grow_trace, mark_dirty, prime_bounds,
                            sparse_estep, sparse_sums, top_two)
 
-__all__ = ["Screen", "BLOCK_ROWS", "screen_eps", "make_screen",
-           "uses_screen", "lloyd_iteration", "half_separation", "relocate_empty", "lloyd_run",
+__all__ = ["Screen", "BLOCK_ROWS", "screen_eps", "direct_eps", "make_screen", "uses_screen",
+           "uses_direct", "lloyd_iteration", "half_separation", "relocate_empty", "lloyd_run",
            "lloyd_core", "one_blas_thread"]
 
 # Rows per BLAS product: small enough that the block and its products stay in cache and that
@@ -69,6 +72,15 @@ _SPAN_BYTES = 1 << 19
 # with one in 8; uniform 1e5 x 50 and x 784, k = 10: the loop 2-4% faster, within the noise of a
 # whole fit; blobs, where tightening stays on, unchanged).
 _TIGHTEN_SAMPLE = 32
+# From this many features and up to this many centers, a block of float32 rows screened by a
+# float32 product is read from X as it is (:func:`direct_eps`) where it spans at most
+# 1/_DIRECT_GAPS more rows than it holds (the rows between are screened too, unused); else its
+# rows are shifted into a block. Measured (lloyd_run, 1e5 uniform rows, 10 iterations): d = 784,
+# k = 10 and 32: 12-18% faster; d = 512, k = 10 and 64: 4% and 14%; d = 784, k = 100 (the
+# product dominates): 0-4% slower; d = 50 to 384 no faster or slower.
+DIRECT_MIN_FEATURES = 512
+DIRECT_MAX_CLUSTERS = 64
+_DIRECT_GAPS = 8
 # Chunk partial sums held at once (a "wave" of chunks is reduced before the next starts).
 _WAVE_BYTES = 1 << 20
 
@@ -76,18 +88,25 @@ _WAVE_BYTES = 1 << 20
 class Screen(NamedTuple):
     """Buffers of the BLAS screen, refreshed from the centers at every E-step.
 
-    ``shifted`` float32 or float64 (k, d): ``centers - shift`` rounded to the product's
-    precision; ``norms`` and ``roots`` float64 (k,): their squared norms and norms, ``norms_p``
-    the squared norms rounded to the product's precision; ``shift`` float64 (d,); ``eps`` and
-    ``tiny``: the relative and absolute rounding bound of :func:`screen_eps`.
+    ``shifted`` float32 or float64 (k + 1, d): ``centers - shift`` rounded to the product's
+    precision, then the shift itself; ``norms`` and ``roots`` float64 (k,): their squared norms
+    and norms, ``norms_p`` the squared norms rounded to the product's precision; ``offsets``
+    float64 (k,) ``norms + 2 shift.shifted`` (the constant of the direct product, see
+    :func:`direct_eps`), ``offsets_p`` rounded; ``shift`` float64 (d,), a value of the product's
+    precision; ``eps`` and ``tiny``: the relative and absolute rounding bound of
+    :func:`screen_eps`; ``eps_square`` and ``eps_cross``: those of :func:`direct_eps`.
     """
     shifted: np.ndarray
     norms: np.ndarray
     roots: np.ndarray
     norms_p: np.ndarray
+    offsets: np.ndarray
+    offsets_p: np.ndarray
     shift: np.ndarray
     eps: float
     tiny: float
+    eps_square: float
+    eps_cross: float
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
@@ -123,9 +142,82 @@ def _screen_error(screen, s, d):
     return screen.eps * s * s + screen.tiny * (2.0 * s * np.sqrt(d) + d + 1.0)
 
 
+@njit(cache=NUMBA_CACHE, nogil=True)
+def direct_eps(n_features, single):
+    """``(eps_square, eps_cross)`` of the direct product: rows read from X as they are, not shifted.
+
+    There ``x.c'`` (``c' = fl(c - s)``, the shift ``s`` a value of the product's precision ``u_g``)
+    and ``x.s`` come from one product, ``|x|^2`` (float64) once per run, and ``q = |x|^2 - 2 x.s +
+    |s|^2`` stands for ``|x - s|^2``; ``|s|^2`` and ``o = |c'|^2 + 2 s.c'`` are float64 (the
+    products of two float32 values are exact in float64). The approximation ``(q - 2 x.c') + o``
+    (rounded as the screen's) then equals ``delta + |x - c|^2`` to within
+
+        ``E = eps_square S^2 + eps_cross (|x| + |s|) |c'| + tiny (2 S sqrt(d) + 2 d + 4)``,
+
+    ``S = |x - s| + |c'|``, where ``delta = q - |x - s|^2`` is the same for every center of the
+    row, with ``|delta| <= eps_square (|x| + |s|)^2 + eps_cross |x| |s| + tiny (d + 1)``. Terms:
+    the rounding of ``c - s`` moves the distance by ``2.1 u_g S^2``; the product's dot by ``d u_g
+    |x| |c'|``, doubled; ``o`` by ``(d + 1) u (|c'|^2 + 2 |s| |c'|)``; rounding ``q`` and ``o`` to
+    the product's precision and the two additions by ``u_g (3 q + 4 |x| |c'| + 2 |o|)``; the exact
+    kernel by ``(d + 2) u S^2``. In all ``(7.1 u_g + (2 d + 3) u) S^2 + (2 d + 6) u_g (|x| + |s|)
+    |c'|``, times 1.1 for the second-order terms. ``delta``: ``|x|^2``, ``|s|^2`` and the two
+    additions err by ``(d + 1) u (|x| + |s|)^2``, ``x.s`` by ``d u_g |x| |s|``, doubled.
+
+    Only ``delta``-free differences decide labels and candidates, so a label is proven as by the
+    shifted rows; the bounds kept for the next E-step (an upper and a lower bound on the
+    distance) allow ``|delta|`` besides.
+    """
+    u = 2.0 ** -53
+    u_g = 2.0 ** -24 if single else u
+    return (1.1 * (7.1 * u_g + (2.0 * n_features + 3.0) * u),
+            1.1 * (2.0 * n_features + 6.0) * u_g)
+
+
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+def _direct_error(screen, s, far, root, d):
+    """The bound ``E`` of :func:`direct_eps`: ``s = |x - s| + |c'|``, ``far = |x| + |s|``,
+    ``root = |c'|``."""
+    return (screen.eps_square * s * s + screen.eps_cross * far * root
+            + screen.tiny * (2.0 * s * np.sqrt(d) + 2.0 * d + 4.0))
+
+
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+def _delta_error(screen, x, s, d):
+    """The bound on ``|delta|`` of :func:`direct_eps` for ``x = |x|``, ``s = |s|``."""
+    return (screen.eps_square * (x + s) * (x + s) + screen.eps_cross * x * s
+            + screen.tiny * (d + 1.0))
+
+
+def _single_rows(X, shifted):
+    """Whether the screen may read the rows of X as they are: both float32 (a constant)."""
+
+
+@overload(_single_rows, jit_options={"cache": NUMBA_CACHE})
+def _single_rows_impl(X, shifted):
+    same = X.dtype == types.float32 and shifted.dtype == types.float32
+    return lambda X, shifted: same
+
+
+def _product_of_rows(X, shifted, lo, hi):
+    """``shifted @ X[lo:hi].T`` where :func:`_single_rows` (else empty, never called)."""
+
+
+@overload(_product_of_rows, jit_options={"cache": NUMBA_CACHE})
+def _product_of_rows_impl(X, shifted, lo, hi):
+    if X.dtype == types.float32 and shifted.dtype == types.float32:
+        return lambda X, shifted, lo, hi: np.dot(shifted, X[lo:hi].T)
+    return lambda X, shifted, lo, hi: np.empty((shifted.shape[0], 0), dtype=shifted.dtype)
+
+
 def uses_screen(n_features, n_clusters):
     """Whether Lloyd screens rows with a BLAS product for this shape."""
     return n_features * n_clusters >= SCREEN_MIN_WORK and n_clusters >= SCREEN_MIN_CLUSTERS
+
+
+def uses_direct(n_features, n_clusters):
+    """Whether Lloyd's screen reads float32 rows from X as they are, not shifted into a block
+    (with a float32 product only; :func:`direct_eps`)."""
+    return n_features >= DIRECT_MIN_FEATURES and n_clusters <= DIRECT_MAX_CLUSTERS
 
 
 def make_screen(n_features, n_clusters, single=True, screen=None):
@@ -140,15 +232,21 @@ def make_screen(n_features, n_clusters, single=True, screen=None):
         screen = uses_screen(n_features, n_clusters)
     if not screen:
         return None
-    eps, tiny = screen_eps(n_features, single)
-    return Screen(np.empty((n_clusters, n_features), dtype=dtype), np.empty(n_clusters),
-                  np.empty(n_clusters), np.empty(n_clusters, dtype=dtype), np.empty(n_features),
-                  eps, tiny)
+    return _new_screen(n_clusters, n_features, dtype, single)
+
+
+def _new_screen(k, d, dtype, single):
+    eps, tiny = screen_eps(d, single)
+    eps_square, eps_cross = direct_eps(d, single)
+    return Screen(np.empty((k + 1, d), dtype=dtype), np.empty(k), np.empty(k),
+                  np.empty(k, dtype=dtype), np.empty(k), np.empty(k, dtype=dtype), np.empty(d),
+                  eps, tiny, eps_square, eps_cross)
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def _refresh_screen(centers, screen):
-    """Fill ``screen`` from ``centers`` float64 (k, d): shift = their mean."""
+    """Fill ``screen`` from ``centers`` float64 (k, d): shift = their mean, rounded to the
+    product's precision."""
     k, d = centers.shape
     shift = screen.shift
     shift[:] = 0.0
@@ -156,25 +254,31 @@ def _refresh_screen(centers, screen):
         for f in range(d):
             shift[f] += centers[j, f]
     for f in range(d):
-        shift[f] /= k
+        screen.shifted[k, f] = shift[f] / k
+        shift[f] = np.float64(screen.shifted[k, f])
     for j in range(k):
         acc = 0.0
+        cross = 0.0
         for f in range(d):
             screen.shifted[j, f] = centers[j, f] - shift[f]
             t = np.float64(screen.shifted[j, f])
             acc += t * t
+            cross += shift[f] * t
         screen.norms[j] = acc
         screen.roots[j] = np.sqrt(acc)
         screen.norms_p[j] = acc
+        screen.offsets[j] = acc + 2.0 * cross
+        screen.offsets_p[j] = screen.offsets[j]
 
 
 class ScreenScratch(NamedTuple):
     """Scratch of the screen (:func:`_screen_block`), one entry per row of a block
-    (``BLOCK_ROWS``): the rows' squared norms (float64, and rounded to the product's precision),
-    their exact distances to the best approximation, the two smallest approximations (in the
-    product's precision) and the first center at the smallest (int32); the rows whose exact
-    distance to it is not yet known (``todo``: their positions in the block) and those distances
-    (``todo_exact``)."""
+    (``BLOCK_ROWS``), or per column of its product (a block read directly from X spans up to
+    1/``_DIRECT_GAPS`` more rows): per column, the rows' squared norms (float64, and rounded to
+    the product's precision), the two smallest approximations (in the product's precision) and
+    the first center at the smallest (int32); per row, their exact distances to the best
+    approximation, the rows whose exact distance to it is not yet known (``todo``: their
+    positions in the block) and those distances (``todo_exact``)."""
     norms: np.ndarray
     norms_p: np.ndarray
     exact: np.ndarray
@@ -248,7 +352,8 @@ def _shift_transpose(X, rows, shift, block_t, norms):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
-def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, distances, lazy):
+def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, distances, lazy,
+                  sq_norms, direct):
     """Nearest center of each row in ``rows`` (exact, lowest index on ties) through one BLAS
     product; ``lower`` gets a lower bound on the distance to every other center.
 
@@ -256,42 +361,64 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     row per center, so the running two smallest approximations are updated across rows as vector
     lanes, branch-free. Rows of ``ROW_MAJOR_MIN_FEATURES`` or more are shifted into a row-major
     block that BLAS transposes as it packs it; narrower rows are transposed here
-    (:func:`_shift_transpose`). Then the exact distances to the best approximations: ``known[r]``
-    (>= 0) is row ``r``'s distance to its previous label, computed by the bound test; the others
-    four rows at a time (:func:`~fedcore.kernels.kmeans.distances.own_distances`). ``lazy``:
-    ``distances`` gets upper bounds on the distance (not squared) instead, and a row whose label
-    the product proves alone gets no exact distance (its bound is the product's).
-    ``scratch``: :class:`ScreenScratch`.
+    (:func:`_shift_transpose`). ``direct`` (float32 rows and product, ``rows`` ascending, X's
+    squared row norms in ``sq_norms``): where the rows lie close together in X, the product reads
+    them there as they are, with the shift as one more center (:func:`direct_eps`), and the rows
+    between them are screened too but not used. Then the exact distances to the best
+    approximations: ``known[r]`` (>= 0) is row ``r``'s distance to its previous label, computed
+    by the bound test; the others four rows at a time
+    (:func:`~fedcore.kernels.kmeans.distances.own_distances`). ``lazy``: ``distances`` gets
+    upper bounds on the distance (not squared) instead, and a row whose label the product proves
+    alone gets no exact distance (its bound is the product's). ``scratch``:
+    :class:`ScreenScratch`. Returns whether reading the rows directly kept the error bounds
+    within twice the shifted rows' (where it did not, the caller shifts the rows from then on).
     """
     m = rows.shape[0]
     d = X.shape[1]
     k = centers.shape[0]
     norms = scratch.norms
-    if d >= ROW_MAJOR_MIN_FEATURES:  # BLAS transposes the rows as it packs them
+    first = rows[0]
+    width = rows[m - 1] - first + 1
+    direct = direct and width <= m + m // _DIRECT_GAPS
+    shift_sq = 0.0
+    if direct:  # the rows as they are: |x - s|^2 = |x|^2 - 2 x.s + |s|^2 (see direct_eps)
+        out = _product_of_rows(X, screen.shifted, first, first + width)  # (k + 1, width)
+        for f in range(d):
+            shift_sq += screen.shift[f] * screen.shift[f]
+        cross = out[k]
+        for c in range(width):
+            norms[c] = (sq_norms[first + c] - 2.0 * np.float64(cross[c])) + shift_sq
+        constant = screen.offsets_p
+    elif d >= ROW_MAJOR_MIN_FEATURES:  # BLAS transposes the rows as it packs them
         block = np.empty((m, d), dtype=screen.shifted.dtype)
         _shift_rows(X, rows, screen.shift, block, norms)
-        out = np.dot(screen.shifted, block.T)  # (k, m)
+        out = np.dot(screen.shifted[:k], block.T)  # (k, m)
+        width = m
+        constant = screen.norms_p
     else:
         block_t = np.empty((d, m), dtype=screen.shifted.dtype)
         _shift_transpose(X, rows, screen.shift, block_t, norms)
-        out = np.dot(screen.shifted, block_t)  # (k, m)
-    # The two smallest approximations in the product's precision (see screen_eps).
+        out = np.dot(screen.shifted[:k], block_t)  # (k, m)
+        width = m
+        constant = screen.norms_p
+    # The two smallest approximations in the product's precision (see screen_eps), one column
+    # of the product (a row of X) per vector lane.
     norms_p, m1, m2, j1 = scratch.norms_p, scratch.best, scratch.second, scratch.arg
-    for r in range(m):
-        norms_p[r] = norms[r]
-        m1[r] = np.inf
-        m2[r] = np.inf
-        j1[r] = 0
+    for c in range(width):
+        norms_p[c] = norms[c]
+        m1[c] = np.inf
+        m2[c] = np.inf
+        j1[c] = 0
     for j in range(k):
         row = out[j]
-        norm = screen.norms_p[j]
+        norm = constant[j]
         jj = np.int32(j)
-        for r in range(m):
-            approx = (norms_p[r] - (row[r] + row[r])) + norm
-            closer = approx < m1[r]
-            m2[r] = m1[r] if closer else (approx if approx < m2[r] else m2[r])
-            j1[r] = jj if closer else j1[r]
-            m1[r] = approx if closer else m1[r]
+        for c in range(width):
+            approx = (norms_p[c] - (row[c] + row[c])) + norm
+            closer = approx < m1[c]
+            m2[c] = m1[c] if closer else (approx if approx < m2[c] else m2[c])
+            j1[c] = jj if closer else j1[c]
+            m1[c] = approx if closer else m1[c]
     root_max = 0.0
     for j in range(k):
         root_max = max(root_max, screen.roots[j])
@@ -299,38 +426,54 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     exact, todo = scratch.exact, scratch.todo
     t = 0
     for r in range(m):
-        if known[r] >= 0.0 and j1[r] == labels[rows[r]]:
+        c = rows[r] - first if direct else r
+        if known[r] >= 0.0 and j1[c] == labels[rows[r]]:
             exact[r] = known[r]
         elif lazy:
             exact[r] = -1.0  # computed below if the row needs it
         else:
             todo[t] = r
             scratch.todo_rows[t] = rows[r]
-            scratch.todo_which[t] = j1[r]
+            scratch.todo_which[t] = j1[c]
             t += 1
     own_distances(X, scratch.todo_rows[:t], centers, scratch.todo_which, scratch.todo_exact)
     for q in range(t):
         exact[todo[q]] = scratch.todo_exact[q]
+    shift_root = np.sqrt(shift_sq)
+    looser = 0.0  # the direct bounds, and the shifted rows' bounds for the same rows
+    tighter = 0.0
     for r in range(m):
         i = rows[r]
-        nx = norms[r]
-        x = np.sqrt(nx)
-        best = j1[r]
-        s = x + screen.roots[best]
-        top = m1[r] + _screen_error(screen, s, d)  # >= exact d(x, c_best)
-        err_max = _screen_error(screen, x + root_max, d)  # >= every center's error
+        c = rows[r] - first if direct else r
+        nx = norms[c]
+        best = j1[c]
+        if direct:  # bounds on differences (delta cancels), and |delta| for the bounds kept
+            far = np.sqrt(sq_norms[i]) + shift_root
+            slack = _delta_error(screen, np.sqrt(sq_norms[i]), shift_root, d)
+            x = np.sqrt(max(nx, 0.0) + slack)  # >= |x - s|
+            top = m1[c] + _direct_error(screen, x + screen.roots[best], far, screen.roots[best],
+                                        d)
+            err_max = _direct_error(screen, x + root_max, far, root_max, d)
+            looser += err_max
+            tighter += _screen_error(screen, x + root_max, d)
+        else:
+            slack = 0.0
+            x = np.sqrt(nx)
+            top = m1[c] + _screen_error(screen, x + screen.roots[best], d)  # >= d(x, c_best)
+            err_max = _screen_error(screen, x + root_max, d)  # >= every center's error
         a = best
-        if m2[r] - err_max > top:  # c_best is the only candidate
+        if m2[c] - err_max > top:  # c_best is the only candidate
             dist = exact[r]
             if dist < 0.0:  # lazy: the label needs no exact distance
                 labels[i] = a
-                distances[i] = np.sqrt(top)
-                lower[i] = np.sqrt(max(m2[r] - err_max, 0.0))
+                distances[i] = np.sqrt(top + slack)
+                lower[i] = np.sqrt(max(m2[c] - err_max - slack, 0.0))
                 continue
         else:  # every center whose interval reaches the upper bound, exactly
             dist = np.inf
             for j in range(k):
-                approx = nx - 2.0 * np.float64(out[j, r]) + screen.norms[j]
+                offset = screen.offsets[j] if direct else screen.norms[j]
+                approx = nx - 2.0 * np.float64(out[j, c]) + offset
                 if approx - err_max <= top:
                     if j == best and exact[r] >= 0.0:
                         e = exact[r]
@@ -342,7 +485,8 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
         labels[i] = a
         distances[i] = np.sqrt(dist) if lazy else dist
         # Every other center j has d(x, c_j) >= approx_j - err_max >= (m2 if a is best else m1).
-        lower[i] = np.sqrt(max((m2[r] if a == best else m1[r]) - err_max, 0.0))
+        lower[i] = np.sqrt(max((m2[c] if a == best else m1[c]) - err_max - slack, 0.0))
+    return looser <= 2.0 * tighter
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
@@ -399,7 +543,7 @@ def _screen_rows(k, d):
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, labels, lower,
-                distances, lazy, tighten):
+                distances, lazy, tighten, sq_norms, direct):
     """E-step of rows ``start:stop``: OUT ``labels``, ``distances`` (exact, as the plain scan);
     IN/OUT ``lower``, a bound on the distance (not squared) to every other center (0: no bound
     yet): a row whose bound proves its label skips the scan ([Hamerly]).
@@ -408,8 +552,9 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
     (not squared) instead. A row whose upper bound passes the test keeps its label with no distance
     computed; one that fails gets its exact distance and is tested again, unless ``tighten`` is
     False: then it goes to the screen untightened (one row in ``_TIGHTEN_SAMPLE`` is still
-    tightened, to measure). Returns ``(tightened, passed)``: how many rows were tightened and how
-    many of them then passed.
+    tightened, to measure). ``sq_norms`` and ``direct``: see :func:`_screen_block`. Returns
+    ``(tightened, passed, direct)``: how many rows were tightened and how many of them then
+    passed, and whether the screen may still read rows directly.
     """
     size = stop - start
     pending = np.empty(size, dtype=np.int64)
@@ -441,6 +586,7 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
             m += 1
     own_distances(X, bounded[:c], centers, which, own)
     passed = 0
+    failed = 0  # rows that failed, in order, moved to the front of bounded and own
     for q in range(c):
         i = bounded[q]
         a = which[q]
@@ -450,21 +596,37 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
             distances[i] = root if lazy else own[q]
             passed += 1
             continue
-        pending[m] = i
-        known[m] = own[q]
-        m += 1
+        bounded[failed] = i
+        own[failed] = own[q]
+        failed += 1
+    # Pending rows in ascending order (the screen reads runs of them directly): merge from the end.
+    q = failed - 1
+    p = m - 1
+    for e in range(m + failed - 1, -1, -1):
+        if q < 0:
+            break
+        if p >= 0 and pending[p] > bounded[q]:
+            pending[e] = pending[p]
+            known[e] = known[p]
+            p -= 1
+        else:
+            pending[e] = bounded[q]
+            known[e] = own[q]
+            q -= 1
+    m += failed
     if screen is not None:
         dtype = screen.shifted.dtype
         rb = _screen_rows(centers.shape[0], X.shape[1])
-        scratch = ScreenScratch(np.empty(rb), np.empty(rb, dtype=dtype), np.empty(rb),
-                                np.empty(rb, dtype=dtype), np.empty(rb, dtype=dtype),
-                                np.empty(rb, dtype=np.int32), np.empty(rb, dtype=np.int64),
+        cols = rb + rb // _DIRECT_GAPS  # a block read directly may span gaps
+        scratch = ScreenScratch(np.empty(cols), np.empty(cols, dtype=dtype), np.empty(rb),
+                                np.empty(cols, dtype=dtype), np.empty(cols, dtype=dtype),
+                                np.empty(cols, dtype=np.int32), np.empty(rb, dtype=np.int64),
                                 np.empty(rb, dtype=np.int64), np.empty(rb, dtype=np.int32),
                                 np.empty(rb))
         for b in range(0, m, rb):
             e = min(m, b + rb)
-            _screen_block(X, pending[b:e], known[b:e], centers, screen, scratch, labels, lower,
-                          distances, lazy)
+            direct = _screen_block(X, pending[b:e], known[b:e], centers, screen, scratch,
+                                   labels, lower, distances, lazy, sq_norms, direct) and direct
     else:
         nearest = Nearest(np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS),
                           np.empty(BLOCK_ROWS, dtype=np.int64))
@@ -472,7 +634,7 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
         for b in range(0, m, BLOCK_ROWS):
             _scan_block(X, pending[b:min(m, b + BLOCK_ROWS)], centers_t, block_t, nearest,
                         labels, lower, distances)
-    return c, passed
+    return c, passed, direct
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
@@ -539,7 +701,7 @@ def _one_estep(loop, X, weights, centers, labels, distances, center_sums, weight
     # max_iter = 0: one E-step with every row scanned (no bound yet), no relocation, no update.
     inertia, _, _ = loop(X, weights, np.array(centers, dtype=np.float64), 0, 0.0, 0.0, labels,
                          distances, center_sums, weight_sums,
-                         _wave_size(X.shape[0], centers.shape[0], X.shape[1]), None,
+                         _wave_size(X.shape[0], centers.shape[0], X.shape[1]), False, None,
                          None, None)
     return inertia
 
@@ -588,8 +750,8 @@ def _nearest_other_screened(centers, out):
     False, leaving ``out`` to the caller, where the squared norms could overflow."""
     k, d = centers.shape
     eps, tiny = screen_eps(d, False)
-    screen = Screen(np.empty((k, d)), np.empty(k), np.empty(k), np.empty(k), np.empty(d), eps,
-                    tiny)
+    screen = Screen(np.empty((k + 1, d)), np.empty(k), np.empty(k), np.empty(k), np.empty(k),
+                    np.empty(k), np.empty(d), eps, tiny, 0.0, 0.0)
     _refresh_screen(centers, screen)
     norms = screen.norms
     root_max = 0.0
@@ -601,7 +763,7 @@ def _nearest_other_screened(centers, out):
     approx = np.empty(k)
     for a0 in range(0, k, rows):
         a1 = min(k, a0 + rows)
-        gram = np.dot(screen.shifted[a0:a1], screen.shifted.T)  # (rows, k)
+        gram = np.dot(screen.shifted[a0:a1], screen.shifted[:k].T)  # (rows, k)
         for a in range(a0, a1):
             g = gram[a - a0]
             na = norms[a]
@@ -709,6 +871,18 @@ def _exact_distances(X, centers, labels, distances):
     for c in prange(-(-n // CHUNK_SIZE)):
         lo, hi = c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)
         own_distances(X, np.arange(lo, hi), centers, labels[lo:hi], distances[lo:hi])
+
+
+@njit(cache=NUMBA_CACHE, nogil=True, fastmath={"reassoc", "contract"})
+def _squared_norms(X, start, stop, out):
+    """OUT ``out[start:stop]``: the squared norms of those rows in float64, summed in any order
+    (see :func:`direct_eps`)."""
+    for i in range(start, stop):
+        acc = 0.0
+        for f in range(X.shape[1]):
+            t = np.float64(X[i, f])
+            acc += t * t
+        out[i] = acc
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
@@ -819,11 +993,12 @@ def _replay_sums(X, weights, prior, it, last, labels, dirty, center_sums, weight
 
 @chunked_kernel
 def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, center_sums,
-                weight_sums, wave, screen, trace, prior):
+                weight_sums, wave, direct_rows, screen, trace, prior):
     """The compiled loop of :func:`lloyd_core`; returns ``(inertia, n_iter, trace)``. OUT
     ``center_sums`` (k, d), ``weight_sums`` (k,): scratch, the M-step totals of the last E-step.
     ``trace`` and ``prior`` may be None: Numba then compiles a loop without the record or the
-    replay (a smaller, faster-compiling specialisation).
+    replay (a smaller, faster-compiling specialisation). ``direct_rows``: the screen may read
+    float32 rows from X as they are (see :func:`uses_direct`).
 
     Each E-step runs a ``prange`` over a wave of chunks (bounded, screened E-step and M-step
     partials of each chunk, ``_SPAN_BYTES`` of rows at a time, the sums in row order), then
@@ -837,6 +1012,14 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     lower = np.zeros(n)
     n_chunks = max(1, -(-n // CHUNK_SIZE))
     tighten = np.ones(n_chunks, dtype=np.bool_)
+    # float32 rows screened by a float32 product are read directly (squared norms once per run).
+    # Their squared norms are taken in the first full E-step, a span at a time, as it reads them.
+    direct = np.zeros(n_chunks, dtype=np.bool_)
+    reads_rows = False
+    if screen is not None:
+        reads_rows = direct_rows and _single_rows(X, screen.shifted)
+    sq_norms = np.empty(n if reads_rows else 0)
+    normed = False
     # Lazy E-steps (below) need the screen's bounds, and no record or replay of distances.
     lazy_run = screen is not None and trace is None and prior is None
     part_sums = np.empty((wave, k, d))
@@ -870,6 +1053,7 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
             centers_t = np.ascontiguousarray(centers.T)
             if screen is not None:
                 _refresh_screen(centers, screen)
+                direct[:] = reads_rows  # each chunk tries again with the new centers
             center_sums[:] = 0.0
             weight_sums[:] = 0.0
             inertia = 0.0
@@ -884,9 +1068,12 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
                     tightened = passed = 0
                     for lo in range(start, stop, span):  # E-step, then sums while in cache
                         hi = min(stop, lo + span)
-                        t, q = _estep_rows(X, centers, centers_t, screen, half_sep, margin, lo,
-                                           hi, labels, lower, distances, lazy,
-                                           tighten[first + p])
+                        if reads_rows and not normed:
+                            _squared_norms(X, lo, hi, sq_norms)
+                        t, q, ok = _estep_rows(X, centers, centers_t, screen, half_sep, margin,
+                                               lo, hi, labels, lower, distances, lazy,
+                                               tighten[first + p], sq_norms, direct[first + p])
+                        direct[first + p] = ok
                         tightened += t
                         passed += q
                         acc = _add_statistics(X, weights, labels, distances, lo, hi,
@@ -896,6 +1083,7 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
                         tighten[first + p] = 10 * tightened <= (k + 10) * passed
                 inertia = _merge(part_sums, part_weights, part_inertia, n_parts, center_sums,
                                  weight_sums, inertia)
+            normed = reads_rows
         take_prior = False
         next_prior = centers
         if prior is not None:
@@ -958,7 +1146,7 @@ def one_blas_thread():
 
 
 def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, *, record=False,
-               prior=None, single=True, screen=None):
+               prior=None, single=True, screen=None, direct=None):
     """Weighted Lloyd from ``centers`` until convergence, optionally recording its E-steps and
     replaying a prior run's. Returns ``(inertia, n_iter, trace)``: the same bits either way.
 
@@ -975,22 +1163,24 @@ def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, *,
     run from the same initial centers; E-steps are replayed
     (:mod:`fedcore.kernels.kmeans.lloyd_replay`) until the prior's last one or its first empty
     cluster; with one chunk of rows in both runs only the rows and clusters touched by the change
-    are recomputed. ``single`` and ``screen``: see :func:`make_screen` (``screen`` None: by shape;
-    the results are the same bits whatever they are).
+    are recomputed. ``single`` and ``screen``: see :func:`make_screen` (``screen`` None: by shape);
+    ``direct``: see :func:`uses_direct` (None: by shape). The results are the same bits whatever
+    they are.
     """
     n, d = X.shape
     k = centers.shape[0]
     trace = _empty_trace(n, k, d, 8) if record else None
     buffers = make_screen(d, k, single, screen)
+    direct = uses_direct(d, k) if direct is None else direct
     with one_blas_thread() if buffers is not None else contextlib.nullcontext():
         return _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances,
-                           np.empty((k, d)), np.empty(k), _wave_size(n, k, d), buffers, trace,
-                           prior)
+                           np.empty((k, d)), np.empty(k), _wave_size(n, k, d), bool(direct),
+                           buffers, trace, prior)
 
 
 def lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances, single=True,
-              screen=None):
+              screen=None, direct=None):
     """:func:`lloyd_core` without record or replay; returns ``(inertia, n_iter)``."""
     inertia, n_iter, _ = lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances,
-                                    single=single, screen=screen)
+                                    single=single, screen=screen, direct=direct)
     return inertia, n_iter
