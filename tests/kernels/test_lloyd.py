@@ -401,12 +401,11 @@ def test_screen_reading_rows_directly_equals_every_distance_computed(kind):
 
 
 def test_wide_float32_rows_are_read_directly_with_the_same_bits():
-    # At DIRECT_MIN_FEATURES features and few centers the screen reads float32 rows directly by
-    # default: the same bits as shifted rows and as the plain scan, on uniform rows (where the
+    # From DIRECT_MIN_FEATURES features the screen reads float32 rows directly by default: the same bits as shifted rows and as the plain scan, on uniform rows (where the
     # product decides most labels alone) from rows drawn as initial centers.
     from fedcore.kernels.kmeans.lloyd import DIRECT_MIN_FEATURES, lloyd_run, uses_direct
     n, d, k = 2 * CHUNK + 129, DIRECT_MIN_FEATURES, 16
-    assert uses_direct(d, k)
+    assert uses_direct(d)
     rng = np.random.default_rng(8)
     X = rng.random((n, d), dtype=np.float32)
     w = np.ones(n)
@@ -444,7 +443,7 @@ def test_direct_product_error_within_its_bound():
         offsets = (cp * cp).sum(axis=1) + 2.0 * (cp * s).sum(axis=1)
         approx = ((q.astype(np.float32)[None, :] - (out[:k] + out[:k]))
                   + offsets.astype(np.float32)[:, None]).astype(np.float64)
-        eps_square, eps_cross = direct_eps(d, True)
+        eps_square, eps_cross, eps_shift = direct_eps(d, True)
         tiny = screen_eps(d, True)[1]
         sn = float(np.sqrt((s * s).sum()))
         for i in range(n):
@@ -459,7 +458,7 @@ def test_direct_product_error_within_its_bound():
                 exact = sum((a - Fraction(float(c))) ** 2 for a, c in zip(xs, C[j]))
                 root = float(np.sqrt((cp[j] * cp[j]).sum()))
                 S = xr + root
-                bound = (eps_square * S * S + eps_cross * (xn + sn) * root
+                bound = (eps_square * S * S + (eps_cross * xn + eps_shift * sn) * root
                          + tiny * (2.0 * S * np.sqrt(d) + 2.0 * d + 4.0))
                 err = abs(Fraction(float(approx[j, i])) - exact - delta)
                 assert err <= Fraction(bound), (scale, offset, i, j)

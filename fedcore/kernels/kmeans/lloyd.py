@@ -72,15 +72,17 @@ _SPAN_BYTES = 1 << 19
 # with one in 8; uniform 1e5 x 50 and x 784, k = 10: the loop 2-4% faster, within the noise of a
 # whole fit; blobs, where tightening stays on, unchanged).
 _TIGHTEN_SAMPLE = 32
-# From this many features and up to this many centers, a block of float32 rows screened by a
-# float32 product is read from X as it is (:func:`direct_eps`) where it spans at most
-# 1/_DIRECT_GAPS more rows than it holds (the rows between are screened too, unused); else its
-# rows are shifted into a block. Measured (lloyd_run, 1e5 uniform rows, 10 iterations): d = 784,
-# k = 10 and 32: 12-18% faster; d = 512, k = 10 and 64: 4% and 14%; d = 784, k = 100 (the
-# product dominates): 0-4% slower; d = 50 to 384 no faster or slower.
+# From this many features, a block of float32 rows screened by a float32 product is read from X
+# as it is (:func:`direct_eps`) where it spans at most 1/_DIRECT_GAPS more rows than it holds
+# (the rows between are screened too, unused); else its rows are shifted into a block. Measured
+# (lloyd_run, uniform float32 rows, 10 iterations): 1e5 x 784, k = 10, 32 and 100: 14-20%, 12%
+# and 5-9% faster; 1e5 x 512, k = 10 and 64: 4% and 14%; 2e4 x 784, k = 1000 (the product
+# dominates): within noise; d = 50 to 384 no faster or slower.
 DIRECT_MIN_FEATURES = 512
-DIRECT_MAX_CLUSTERS = 64
 _DIRECT_GAPS = 8
+# Rows are read directly while the bounds this gives stay within this factor of the shifted
+# rows' (summed over a block): wider bounds send more rows to exact distances.
+_DIRECT_LOOSER = 2.0
 # Chunk partial sums held at once (a "wave" of chunks is reduced before the next starts).
 _WAVE_BYTES = 1 << 20
 
@@ -94,7 +96,8 @@ class Screen(NamedTuple):
     float64 (k,) ``norms + 2 shift.shifted`` (the constant of the direct product, see
     :func:`direct_eps`), ``offsets_p`` rounded; ``shift`` float64 (d,), a value of the product's
     precision; ``eps`` and ``tiny``: the relative and absolute rounding bound of
-    :func:`screen_eps`; ``eps_square`` and ``eps_cross``: those of :func:`direct_eps`.
+    :func:`screen_eps`; ``eps_square``, ``eps_cross`` and ``eps_shift``: those of
+    :func:`direct_eps`.
     """
     shifted: np.ndarray
     norms: np.ndarray
@@ -107,6 +110,7 @@ class Screen(NamedTuple):
     tiny: float
     eps_square: float
     eps_cross: float
+    eps_shift: float
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
@@ -144,7 +148,7 @@ def _screen_error(screen, s, d):
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def direct_eps(n_features, single):
-    """``(eps_square, eps_cross)`` of the direct product: rows read from X as they are, not shifted.
+    """``(eps_square, eps_cross, eps_shift)`` of the direct product: rows read from X as they are.
 
     There ``x.c'`` (``c' = fl(c - s)``, the shift ``s`` a value of the product's precision ``u_g``)
     and ``x.s`` come from one product, ``|x|^2`` (float64) once per run, and ``q = |x|^2 - 2 x.s +
@@ -152,16 +156,17 @@ def direct_eps(n_features, single):
     products of two float32 values are exact in float64). The approximation ``(q - 2 x.c') + o``
     (rounded as the screen's) then equals ``delta + |x - c|^2`` to within
 
-        ``E = eps_square S^2 + eps_cross (|x| + |s|) |c'| + tiny (2 S sqrt(d) + 2 d + 4)``,
+        ``E = eps_square S^2 + (eps_cross |x| + eps_shift |s|) |c'| + tiny (2 S sqrt(d) + 2d + 4)``,
 
     ``S = |x - s| + |c'|``, where ``delta = q - |x - s|^2`` is the same for every center of the
     row, with ``|delta| <= eps_square (|x| + |s|)^2 + eps_cross |x| |s| + tiny (d + 1)``. Terms:
     the rounding of ``c - s`` moves the distance by ``2.1 u_g S^2``; the product's dot by ``d u_g
     |x| |c'|``, doubled; ``o`` by ``(d + 1) u (|c'|^2 + 2 |s| |c'|)``; rounding ``q`` and ``o`` to
     the product's precision and the two additions by ``u_g (3 q + 4 |x| |c'| + 2 |o|)``; the exact
-    kernel by ``(d + 2) u S^2``. In all ``(7.1 u_g + (2 d + 3) u) S^2 + (2 d + 6) u_g (|x| + |s|)
-    |c'|``, times 1.1 for the second-order terms. ``delta``: ``|x|^2``, ``|s|^2`` and the two
-    additions err by ``(d + 1) u (|x| + |s|)^2``, ``x.s`` by ``d u_g |x| |s|``, doubled.
+    kernel by ``(d + 2) u S^2``. In all ``(7.1 u_g + (2 d + 3) u) S^2 + ((2 d + 4) u_g |x| + (4 u_g
+    + (2 d + 2) u) |s|) |c'|``, times 1.1 for the second-order terms. ``delta``: ``|x|^2``,
+    ``|s|^2`` and the two additions err by ``(d + 1) u (|x| + |s|)^2``, ``x.s`` by ``d u_g |x|
+    |s|``, doubled.
 
     Only ``delta``-free differences decide labels and candidates, so a label is proven as by the
     shifted rows; the bounds kept for the next E-step (an upper and a lower bound on the
@@ -170,14 +175,15 @@ def direct_eps(n_features, single):
     u = 2.0 ** -53
     u_g = 2.0 ** -24 if single else u
     return (1.1 * (7.1 * u_g + (2.0 * n_features + 3.0) * u),
-            1.1 * (2.0 * n_features + 6.0) * u_g)
+            1.1 * (2.0 * n_features + 4.0) * u_g,
+            1.1 * (4.0 * u_g + (2.0 * n_features + 2.0) * u))
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
-def _direct_error(screen, s, far, root, d):
-    """The bound ``E`` of :func:`direct_eps`: ``s = |x - s| + |c'|``, ``far = |x| + |s|``,
-    ``root = |c'|``."""
-    return (screen.eps_square * s * s + screen.eps_cross * far * root
+def _direct_error(screen, s, x, shift, root, d):
+    """The bound ``E`` of :func:`direct_eps`: ``s = |x - s| + |c'|``, ``x = |x|``, ``shift =
+    |s|``, ``root = |c'|``."""
+    return (screen.eps_square * s * s + (screen.eps_cross * x + screen.eps_shift * shift) * root
             + screen.tiny * (2.0 * s * np.sqrt(d) + 2.0 * d + 4.0))
 
 
@@ -214,10 +220,10 @@ def uses_screen(n_features, n_clusters):
     return n_features * n_clusters >= SCREEN_MIN_WORK and n_clusters >= SCREEN_MIN_CLUSTERS
 
 
-def uses_direct(n_features, n_clusters):
+def uses_direct(n_features):
     """Whether Lloyd's screen reads float32 rows from X as they are, not shifted into a block
     (with a float32 product only; :func:`direct_eps`)."""
-    return n_features >= DIRECT_MIN_FEATURES and n_clusters <= DIRECT_MAX_CLUSTERS
+    return n_features >= DIRECT_MIN_FEATURES
 
 
 def make_screen(n_features, n_clusters, single=True, screen=None):
@@ -237,10 +243,10 @@ def make_screen(n_features, n_clusters, single=True, screen=None):
 
 def _new_screen(k, d, dtype, single):
     eps, tiny = screen_eps(d, single)
-    eps_square, eps_cross = direct_eps(d, single)
+    eps_square, eps_cross, eps_shift = direct_eps(d, single)
     return Screen(np.empty((k + 1, d), dtype=dtype), np.empty(k), np.empty(k),
                   np.empty(k, dtype=dtype), np.empty(k), np.empty(k, dtype=dtype), np.empty(d),
-                  eps, tiny, eps_square, eps_cross)
+                  eps, tiny, eps_square, eps_cross, eps_shift)
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
@@ -371,7 +377,8 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     upper bounds on the distance (not squared) instead, and a row whose label the product proves
     alone gets no exact distance (its bound is the product's). ``scratch``:
     :class:`ScreenScratch`. Returns whether reading the rows directly kept the error bounds
-    within twice the shifted rows' (where it did not, the caller shifts the rows from then on).
+    within ``_DIRECT_LOOSER`` times the shifted rows' (where it did not, as for rows far from the
+    origin, the caller shifts the rows for the rest of the E-step).
     """
     m = rows.shape[0]
     d = X.shape[1]
@@ -448,12 +455,12 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
         nx = norms[c]
         best = j1[c]
         if direct:  # bounds on differences (delta cancels), and |delta| for the bounds kept
-            far = np.sqrt(sq_norms[i]) + shift_root
-            slack = _delta_error(screen, np.sqrt(sq_norms[i]), shift_root, d)
+            norm = np.sqrt(sq_norms[i])
+            slack = _delta_error(screen, norm, shift_root, d)
             x = np.sqrt(max(nx, 0.0) + slack)  # >= |x - s|
-            top = m1[c] + _direct_error(screen, x + screen.roots[best], far, screen.roots[best],
-                                        d)
-            err_max = _direct_error(screen, x + root_max, far, root_max, d)
+            root = screen.roots[best]
+            top = m1[c] + _direct_error(screen, x + root, norm, shift_root, root, d)
+            err_max = _direct_error(screen, x + root_max, norm, shift_root, root_max, d)
             looser += err_max
             tighter += _screen_error(screen, x + root_max, d)
         else:
@@ -486,7 +493,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
         distances[i] = np.sqrt(dist) if lazy else dist
         # Every other center j has d(x, c_j) >= approx_j - err_max >= (m2 if a is best else m1).
         lower[i] = np.sqrt(max((m2[c] if a == best else m1[c]) - err_max - slack, 0.0))
-    return looser <= 2.0 * tighter
+    return looser <= _DIRECT_LOOSER * tighter
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
@@ -751,7 +758,7 @@ def _nearest_other_screened(centers, out):
     k, d = centers.shape
     eps, tiny = screen_eps(d, False)
     screen = Screen(np.empty((k + 1, d)), np.empty(k), np.empty(k), np.empty(k), np.empty(k),
-                    np.empty(k), np.empty(d), eps, tiny, 0.0, 0.0)
+                    np.empty(k), np.empty(d), eps, tiny, 0.0, 0.0, 0.0)
     _refresh_screen(centers, screen)
     norms = screen.norms
     root_max = 0.0
@@ -1171,7 +1178,7 @@ def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, *,
     k = centers.shape[0]
     trace = _empty_trace(n, k, d, 8) if record else None
     buffers = make_screen(d, k, single, screen)
-    direct = uses_direct(d, k) if direct is None else direct
+    direct = uses_direct(d) if direct is None else direct
     with one_blas_thread() if buffers is not None else contextlib.nullcontext():
         return _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances,
                            np.empty((k, d)), np.empty(k), _wave_size(n, k, d), bool(direct),
