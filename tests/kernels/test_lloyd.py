@@ -401,8 +401,9 @@ def test_screen_reading_rows_directly_equals_every_distance_computed(kind):
 
 
 def test_wide_float32_rows_are_read_directly_with_the_same_bits():
-    # From DIRECT_MIN_FEATURES features the screen reads float32 rows directly by default: the same bits as shifted rows and as the plain scan, on uniform rows (where the
-    # product decides most labels alone) from rows drawn as initial centers.
+    # From DIRECT_MIN_FEATURES features the screen reads float32 rows directly by default: the
+    # same bits as shifted rows and as the plain scan, on uniform rows (where the product decides
+    # most labels alone) from rows drawn as initial centers.
     from fedcore.kernels.kmeans.lloyd import DIRECT_MIN_FEATURES, lloyd_run, uses_direct
     n, d, k = 2 * CHUNK + 129, DIRECT_MIN_FEATURES, 16
     assert uses_direct(d)
@@ -430,28 +431,29 @@ def test_direct_product_error_within_its_bound():
     from fedcore.kernels.kmeans.lloyd import direct_eps, screen_eps
     rng = np.random.default_rng(11)
     worst = 0.0
-    for scale, offset in ((1.0, 0.0), (1.0, 1e3), (1e-3, 50.0), (2.0 ** -70, 0.0)):
+    for scale, offset in ((1.0, 0.0), (1.0, 1e3), (1e-3, 50.0), (2.0 ** -70, 0.0),
+                          (1e-10, 1e3)):
         n, d, k = 20, 64, 5
         X = (offset + scale * rng.normal(size=(n, d))).astype(np.float32)
         C = offset + scale * rng.normal(size=(k, d))
-        s = C.mean(axis=0).astype(np.float32).astype(np.float64)
-        shifted = np.vstack([(C - s).astype(np.float32), s.astype(np.float32)])
-        out = shifted @ X.T  # (k + 1, n) float32
+        s = C.mean(axis=0)
+        shifted = (C - s).astype(np.float32)
+        out = shifted @ X.T  # (k, n) float32
         sq = (X.astype(np.float64) ** 2).sum(axis=1)
-        q = (sq - 2.0 * out[k].astype(np.float64)) + (s * s).sum()
-        cp = shifted[:k].astype(np.float64)
+        q = (sq - 2.0 * (X.astype(np.float64) @ s)) + (s * s).sum()
+        cp = shifted.astype(np.float64)
         offsets = (cp * cp).sum(axis=1) + 2.0 * (cp * s).sum(axis=1)
-        approx = ((q.astype(np.float32)[None, :] - (out[:k] + out[:k]))
+        approx = ((q.astype(np.float32)[None, :] - (out + out))
                   + offsets.astype(np.float32)[:, None]).astype(np.float64)
         eps_square, eps_cross, eps_shift = direct_eps(d, True)
         tiny = screen_eps(d, True)[1]
         sn = float(np.sqrt((s * s).sum()))
         for i in range(n):
             xs = [Fraction(float(v)) for v in X[i]]
-            true_q = sum((a - Fraction(b)) ** 2 for a, b in zip(xs, s))
+            true_q = sum((a - Fraction(float(b))) ** 2 for a, b in zip(xs, s))
             delta = Fraction(float(q[i])) - true_q
             xn = float(np.sqrt(sq[i]))
-            delta_bound = eps_square * (xn + sn) ** 2 + eps_cross * xn * sn + tiny * (d + 1)
+            delta_bound = 1.1 * (d + 2) * 2.0 ** -53 * (xn + sn) ** 2
             assert abs(delta) <= Fraction(delta_bound)
             xr = float(np.sqrt(max(q[i], 0.0) + delta_bound))
             for j in range(k):

@@ -84,8 +84,9 @@ def _slack(scale, n_features):
     return 1e-9 * 2.0 * np.sqrt(n_features) * scale
 
 
-# The float32 screen's products stay finite and normal for coordinates (after the shift by the
-# centers' mean) within this range; wider data is screened in float64.
+# The float32 screen's products stay finite for coordinates of this magnitude (which bounds them
+# after the shift by the centers' mean too, and for rows read directly from X); larger data is
+# screened in float64.
 _SINGLE_SCREEN_RANGE = 2.0 ** 50
 
 

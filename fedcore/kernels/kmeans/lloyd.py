@@ -19,7 +19,7 @@ which distances need computing, never their values:
   their exact distance, and every exact minimum is among them,
   so the label (lowest index on ties) and its distance are the exact scan's, bit for bit.
   Wide float32 rows (``DIRECT_MIN_FEATURES``) are not shifted: the product reads them from X as
-  they are, with the shift as one more center, under the bound of :func:`direct_eps`.
+  they are, their norms taken once per run, under the bound of :func:`direct_eps`.
 
 :func:`lloyd_core` also records its E-steps and replays a recorded run on slightly changed data
 (:mod:`fedcore.kernels.kmeans.lloyd_replay`), again with the same bits.
@@ -90,14 +90,13 @@ _WAVE_BYTES = 1 << 20
 class Screen(NamedTuple):
     """Buffers of the BLAS screen, refreshed from the centers at every E-step.
 
-    ``shifted`` float32 or float64 (k + 1, d): ``centers - shift`` rounded to the product's
-    precision, then the shift itself; ``norms`` and ``roots`` float64 (k,): their squared norms
+    ``shifted`` float32 or float64 (k, d): ``centers - shift`` rounded to the product's
+    precision; ``norms`` and ``roots`` float64 (k,): their squared norms
     and norms, ``norms_p`` the squared norms rounded to the product's precision; ``offsets``
     float64 (k,) ``norms + 2 shift.shifted`` (the constant of the direct product, see
-    :func:`direct_eps`), ``offsets_p`` rounded; ``shift`` float64 (d,), a value of the product's
-    precision; ``eps`` and ``tiny``: the relative and absolute rounding bound of
-    :func:`screen_eps`; ``eps_square``, ``eps_cross`` and ``eps_shift``: those of
-    :func:`direct_eps`.
+    :func:`direct_eps`), ``offsets_p`` rounded; ``shift`` float64 (d,); ``eps`` and ``tiny``: the
+    relative and absolute rounding bound of :func:`screen_eps`; ``eps_square``, ``eps_cross`` and
+    ``eps_shift``: those of :func:`direct_eps`.
     """
     shifted: np.ndarray
     norms: np.ndarray
@@ -150,23 +149,23 @@ def _screen_error(screen, s, d):
 def direct_eps(n_features, single):
     """``(eps_square, eps_cross, eps_shift)`` of the direct product: rows read from X as they are.
 
-    There ``x.c'`` (``c' = fl(c - s)``, the shift ``s`` a value of the product's precision ``u_g``)
-    and ``x.s`` come from one product, ``|x|^2`` (float64) once per run, and ``q = |x|^2 - 2 x.s +
-    |s|^2`` stands for ``|x - s|^2``; ``|s|^2`` and ``o = |c'|^2 + 2 s.c'`` are float64 (the
-    products of two float32 values are exact in float64). The approximation ``(q - 2 x.c') + o``
-    (rounded as the screen's) then equals ``delta + |x - c|^2`` to within
+    There ``x.c'`` (``c' = fl(c - s)`` in the product's precision ``u_g``) comes from the product,
+    and ``q = |x|^2 - 2 x.s + |s|^2`` stands for ``|x - s|^2``: ``|x|^2`` once per run, ``x.s``,
+    ``|s|^2`` and ``o = |c'|^2 + 2 s.c'`` in float64, in any order. The approximation ``(q - 2
+    x.c') + o`` (rounded as the screen's) then equals ``delta + |x - c|^2`` to within
 
         ``E = eps_square S^2 + (eps_cross |x| + eps_shift |s|) |c'| + tiny (2 S sqrt(d) + 2d + 4)``,
 
-    ``S = |x - s| + |c'|``, where ``delta = q - |x - s|^2`` is the same for every center of the
-    row, with ``|delta| <= eps_square (|x| + |s|)^2 + eps_cross |x| |s| + tiny (d + 1)``. Terms:
-    the rounding of ``c - s`` moves the distance by ``2.1 u_g S^2``; the product's dot by ``d u_g
-    |x| |c'|``, doubled; ``o`` by ``(d + 1) u (|c'|^2 + 2 |s| |c'|)``; rounding ``q`` and ``o`` to
-    the product's precision and the two additions by ``u_g (3 q + 4 |x| |c'| + 2 |o|)``; the exact
-    kernel by ``(d + 2) u S^2``. In all ``(7.1 u_g + (2 d + 3) u) S^2 + ((2 d + 4) u_g |x| + (4 u_g
-    + (2 d + 2) u) |s|) |c'|``, times 1.1 for the second-order terms. ``delta``: ``|x|^2``,
-    ``|s|^2`` and the two additions err by ``(d + 1) u (|x| + |s|)^2``, ``x.s`` by ``d u_g |x|
-    |s|``, doubled.
+    ``S = sqrt(max(q, 0) + D) + |c'|`` (at least ``|x - s| + |c'|`` and ``sqrt|q| + |c'|``), where
+    ``delta = q - |x - s|^2`` is the same for every center of the row, with ``|delta| <= D = 1.1
+    (d + 2) u (|x| + |s|)^2`` (``|x|^2``, ``x.s`` doubled, ``|s|^2`` and the two additions).
+    Terms: the rounding of ``c - s`` moves the distance by ``2.1 u_g S^2``; the product's dot by
+    ``d u_g |x| |c'|``, doubled; ``o`` by ``(d + 1) u (|c'|^2 + 2 |s| |c'|)``; rounding ``q`` and
+    ``o`` to the product's precision and the two additions by ``u_g (3 |q| + 4 |x| |c'| + 2
+    |o|)``; the exact kernel by ``(d + 2) u S^2``. In all ``(7.1 u_g + (2 d + 3) u) S^2 + ((2 d +
+    4) u_g |x| + (4 u_g + (2 d + 2) u) |s|) |c'|``, times 1.1 for the second-order terms. The
+    float64 recomputation of a candidate's approximation has a subset of these roundings, from
+    the same ``q``.
 
     Only ``delta``-free differences decide labels and candidates, so a label is proven as by the
     shifted rows; the bounds kept for the next E-step (an upper and a lower bound on the
@@ -180,18 +179,18 @@ def direct_eps(n_features, single):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
-def _direct_error(screen, s, x, shift, root, d):
-    """The bound ``E`` of :func:`direct_eps`: ``s = |x - s| + |c'|``, ``x = |x|``, ``shift =
+def _direct_error(screen, total, x_norm, shift_norm, root, d):
+    """The bound ``E`` of :func:`direct_eps`: ``total = S``, ``x_norm = |x|``, ``shift_norm =
     |s|``, ``root = |c'|``."""
-    return (screen.eps_square * s * s + (screen.eps_cross * x + screen.eps_shift * shift) * root
-            + screen.tiny * (2.0 * s * np.sqrt(d) + 2.0 * d + 4.0))
+    return (screen.eps_square * total * total
+            + (screen.eps_cross * x_norm + screen.eps_shift * shift_norm) * root
+            + screen.tiny * (2.0 * total * np.sqrt(d) + 2.0 * d + 4.0))
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
-def _delta_error(screen, x, s, d):
-    """The bound on ``|delta|`` of :func:`direct_eps` for ``x = |x|``, ``s = |s|``."""
-    return (screen.eps_square * (x + s) * (x + s) + screen.eps_cross * x * s
-            + screen.tiny * (d + 1.0))
+def _delta_error(x_norm, shift_norm, d):
+    """The bound ``D`` on ``|delta|`` of :func:`direct_eps`."""
+    return 1.1 * (d + 2.0) * 2.0 ** -53 * (x_norm + shift_norm) * (x_norm + shift_norm)
 
 
 def _single_rows(X, shifted):
@@ -231,7 +230,8 @@ def make_screen(n_features, n_clusters, single=True, screen=None):
     exactly) where ``screen`` is False, or None and :func:`uses_screen` says no.
 
     ``single``: a float32 product (twice BLAS's float64 rate; the bound is wider but still
-    rigorous). Choose float64 for data whose spread would overflow or underflow float32.
+    rigorous). Choose float64 for data whose spread would overflow or underflow float32 (and,
+    where rows are read directly from X, see :func:`uses_direct`, whose magnitude would).
     """
     dtype = np.float32 if single else np.float64
     if screen is None:
@@ -244,15 +244,14 @@ def make_screen(n_features, n_clusters, single=True, screen=None):
 def _new_screen(k, d, dtype, single):
     eps, tiny = screen_eps(d, single)
     eps_square, eps_cross, eps_shift = direct_eps(d, single)
-    return Screen(np.empty((k + 1, d), dtype=dtype), np.empty(k), np.empty(k),
+    return Screen(np.empty((k, d), dtype=dtype), np.empty(k), np.empty(k),
                   np.empty(k, dtype=dtype), np.empty(k), np.empty(k, dtype=dtype), np.empty(d),
                   eps, tiny, eps_square, eps_cross, eps_shift)
 
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def _refresh_screen(centers, screen):
-    """Fill ``screen`` from ``centers`` float64 (k, d): shift = their mean, rounded to the
-    product's precision."""
+    """Fill ``screen`` from ``centers`` float64 (k, d): shift = their mean."""
     k, d = centers.shape
     shift = screen.shift
     shift[:] = 0.0
@@ -260,8 +259,7 @@ def _refresh_screen(centers, screen):
         for f in range(d):
             shift[f] += centers[j, f]
     for f in range(d):
-        screen.shifted[k, f] = shift[f] / k
-        shift[f] = np.float64(screen.shifted[k, f])
+        shift[f] /= k
     for j in range(k):
         acc = 0.0
         cross = 0.0
@@ -369,8 +367,8 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     block that BLAS transposes as it packs it; narrower rows are transposed here
     (:func:`_shift_transpose`). ``direct`` (float32 rows and product, ``rows`` ascending, X's
     squared row norms in ``sq_norms``): where the rows lie close together in X, the product reads
-    them there as they are, with the shift as one more center (:func:`direct_eps`), and the rows
-    between them are screened too but not used. Then the exact distances to the best
+    them there as they are (:func:`direct_eps`), and the rows between them are screened too but
+    not used. Then the exact distances to the best
     approximations: ``known[r]`` (>= 0) is row ``r``'s distance to its previous label, computed
     by the bound test; the others four rows at a time
     (:func:`~fedcore.kernels.kmeans.distances.own_distances`). ``lazy``: ``distances`` gets
@@ -386,26 +384,26 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     norms = scratch.norms
     first = rows[0]
     width = rows[m - 1] - first + 1
-    direct = direct and width <= m + m // _DIRECT_GAPS
+    direct = direct and m <= width <= m + m // _DIRECT_GAPS  # (rows ascending)
     shift_sq = 0.0
     if direct:  # the rows as they are: |x - s|^2 = |x|^2 - 2 x.s + |s|^2 (see direct_eps)
-        out = _product_of_rows(X, screen.shifted, first, first + width)  # (k + 1, width)
+        out = _product_of_rows(X, screen.shifted, first, first + width)  # (k, width)
         for f in range(d):
             shift_sq += screen.shift[f] * screen.shift[f]
-        cross = out[k]
         for c in range(width):
-            norms[c] = (sq_norms[first + c] - 2.0 * np.float64(cross[c])) + shift_sq
+            cross = _dot_shift(X, first + c, screen.shift)
+            norms[c] = (sq_norms[first + c] - 2.0 * cross) + shift_sq
         constant = screen.offsets_p
     elif d >= ROW_MAJOR_MIN_FEATURES:  # BLAS transposes the rows as it packs them
         block = np.empty((m, d), dtype=screen.shifted.dtype)
         _shift_rows(X, rows, screen.shift, block, norms)
-        out = np.dot(screen.shifted[:k], block.T)  # (k, m)
+        out = np.dot(screen.shifted, block.T)  # (k, m)
         width = m
         constant = screen.norms_p
     else:
         block_t = np.empty((d, m), dtype=screen.shifted.dtype)
         _shift_transpose(X, rows, screen.shift, block_t, norms)
-        out = np.dot(screen.shifted[:k], block_t)  # (k, m)
+        out = np.dot(screen.shifted, block_t)  # (k, m)
         width = m
         constant = screen.norms_p
     # The two smallest approximations in the product's precision (see screen_eps), one column
@@ -455,14 +453,14 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
         nx = norms[c]
         best = j1[c]
         if direct:  # bounds on differences (delta cancels), and |delta| for the bounds kept
-            norm = np.sqrt(sq_norms[i])
-            slack = _delta_error(screen, norm, shift_root, d)
-            x = np.sqrt(max(nx, 0.0) + slack)  # >= |x - s|
+            x_norm = np.sqrt(sq_norms[i])
+            slack = _delta_error(x_norm, shift_root, d)
+            x = np.sqrt(max(nx, 0.0) + slack)  # >= |x - s| and sqrt|q| (see direct_eps)
             root = screen.roots[best]
-            top = m1[c] + _direct_error(screen, x + root, norm, shift_root, root, d)
-            err_max = _direct_error(screen, x + root_max, norm, shift_root, root_max, d)
+            top = m1[c] + _direct_error(screen, x + root, x_norm, shift_root, root, d)
+            err_max = _direct_error(screen, x + root_max, x_norm, shift_root, root_max, d)
             looser += err_max
-            tighter += _screen_error(screen, x + root_max, d)
+            tighter += _screen_error(screen, np.sqrt(max(nx - slack, 0.0)) + root_max, d)
         else:
             slack = 0.0
             x = np.sqrt(nx)
@@ -757,7 +755,7 @@ def _nearest_other_screened(centers, out):
     False, leaving ``out`` to the caller, where the squared norms could overflow."""
     k, d = centers.shape
     eps, tiny = screen_eps(d, False)
-    screen = Screen(np.empty((k + 1, d)), np.empty(k), np.empty(k), np.empty(k), np.empty(k),
+    screen = Screen(np.empty((k, d)), np.empty(k), np.empty(k), np.empty(k), np.empty(k),
                     np.empty(k), np.empty(d), eps, tiny, 0.0, 0.0, 0.0)
     _refresh_screen(centers, screen)
     norms = screen.norms
@@ -770,7 +768,7 @@ def _nearest_other_screened(centers, out):
     approx = np.empty(k)
     for a0 in range(0, k, rows):
         a1 = min(k, a0 + rows)
-        gram = np.dot(screen.shifted[a0:a1], screen.shifted[:k].T)  # (rows, k)
+        gram = np.dot(screen.shifted[a0:a1], screen.shifted.T)  # (rows, k)
         for a in range(a0, a1):
             g = gram[a - a0]
             na = norms[a]
@@ -878,6 +876,15 @@ def _exact_distances(X, centers, labels, distances):
     for c in prange(-(-n // CHUNK_SIZE)):
         lo, hi = c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)
         own_distances(X, np.arange(lo, hi), centers, labels[lo:hi], distances[lo:hi])
+
+
+@njit(cache=NUMBA_CACHE, nogil=True, fastmath={"reassoc", "contract"})
+def _dot_shift(X, i, shift):
+    """``X[i] . shift`` in float64, summed in any order (see :func:`direct_eps`)."""
+    acc = 0.0
+    for f in range(X.shape[1]):
+        acc += np.float64(X[i, f]) * shift[f]
+    return acc
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, fastmath={"reassoc", "contract"})
