@@ -193,13 +193,18 @@ def _delta_error(x_norm, shift_norm, d):
     return 1.1 * (d + 2.0) * 2.0 ** -53 * (x_norm + shift_norm) * (x_norm + shift_norm)
 
 
+def _both_single(X, shifted):
+    """At compile time, from Numba types: X and the product both float32."""
+    return X.dtype == types.float32 and shifted.dtype == types.float32
+
+
 def _single_rows(X, shifted):
     """Whether the screen may read the rows of X as they are: both float32 (a constant)."""
 
 
 @overload(_single_rows, jit_options={"cache": NUMBA_CACHE})
 def _single_rows_impl(X, shifted):
-    same = X.dtype == types.float32 and shifted.dtype == types.float32
+    same = _both_single(X, shifted)
     return lambda X, shifted: same
 
 
@@ -209,7 +214,7 @@ def _product_of_rows(X, shifted, lo, hi):
 
 @overload(_product_of_rows, jit_options={"cache": NUMBA_CACHE})
 def _product_of_rows_impl(X, shifted, lo, hi):
-    if X.dtype == types.float32 and shifted.dtype == types.float32:
+    if _both_single(X, shifted):
         return lambda X, shifted, lo, hi: np.dot(shifted, X[lo:hi].T)
     return lambda X, shifted, lo, hi: np.empty((shifted.shape[0], 0), dtype=shifted.dtype)
 
@@ -1178,8 +1183,8 @@ def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, *,
     (:mod:`fedcore.kernels.kmeans.lloyd_replay`) until the prior's last one or its first empty
     cluster; with one chunk of rows in both runs only the rows and clusters touched by the change
     are recomputed. ``single`` and ``screen``: see :func:`make_screen` (``screen`` None: by shape);
-    ``direct``: see :func:`uses_direct` (None: by shape). The results are the same bits whatever
-    they are.
+    ``direct``: see :func:`uses_direct` (None: by shape; True has no effect on float64 X, and a
+    non-contiguous X is copied block by block). The results are the same bits whatever they are.
     """
     n, d = X.shape
     k = centers.shape[0]
