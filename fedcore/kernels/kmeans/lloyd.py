@@ -360,6 +360,12 @@ def _shift_transpose(X, rows, shift, block_t, norms):
         norms[r] = acc
 
 
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+def _column(rows, r, first, direct):
+    """The column of :func:`_screen_block`'s product that holds row ``rows[r]``."""
+    return rows[r] - first if direct else r
+
+
 @njit(cache=NUMBA_CACHE, nogil=True)
 def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, distances, lazy,
                   sq_norms, direct):
@@ -436,7 +442,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     exact, todo = scratch.exact, scratch.todo
     t = 0
     for r in range(m):
-        c = rows[r] - first if direct else r
+        c = _column(rows, r, first, direct)
         if known[r] >= 0.0 and j1[c] == labels[rows[r]]:
             exact[r] = known[r]
         elif lazy:
@@ -454,7 +460,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     tighter = 0.0
     for r in range(m):
         i = rows[r]
-        c = rows[r] - first if direct else r
+        c = _column(rows, r, first, direct)
         nx = norms[c]
         best = j1[c]
         if direct:  # bounds on differences (delta cancels), and |delta| for the bounds kept
@@ -609,7 +615,9 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
         bounded[failed] = i
         own[failed] = own[q]
         failed += 1
-    # Pending rows in ascending order (the screen reads runs of them directly): merge from the end.
+    # Pending rows in ascending order, merged from the end: the screen reads runs of them directly,
+    # and every E-step then reads X in order (appending the failed rows instead made the scan and
+    # the shifted screen 4-6% slower: 5e5 x 10, k = 10 and 1e5 x 50, k = 100, float64).
     q = failed - 1
     p = m - 1
     for e in range(m + failed - 1, -1, -1):
