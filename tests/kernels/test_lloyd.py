@@ -422,6 +422,52 @@ def test_wide_float32_rows_are_read_directly_with_the_same_bits():
         _assert_same_runs(runs[0], run)
 
 
+def _own_upper_rows(kind, rng, n, d, dtype):
+    """Rows, centers and ``which`` (each row's center) for the tight upper bound of lazy E-steps."""
+    k = 4
+    if kind == "uniform":
+        X = rng.random((n, d))
+        centers = rng.random((k, d))
+    elif kind == "near":  # rows within 1e-9 of their centers: differences far below the values
+        centers = rng.random((k, d)) * 1e3
+        which = rng.integers(0, k, n)
+        X = centers[which] + rng.standard_normal((n, d)) * 1e-9
+        return X.astype(dtype), centers, which
+    elif kind == "range":  # one row's terms span 1e-150 to 1e150
+        X = rng.standard_normal((n, d)) * 10.0 ** rng.integers(-150, 150, size=(n, d))
+        centers = rng.standard_normal((k, d))
+        if dtype == np.float32:
+            X = np.clip(X, -1e30, 1e30)
+    else:  # "subnormal": squared differences below 2**-1022
+        X = rng.standard_normal((n, d)) * 1e-160
+        centers = rng.standard_normal((k, d)) * 1e-160
+        if dtype == np.float32:  # float32 rows of 0: the centers' squares stay subnormal
+            X = np.zeros((n, d))
+    X = X.astype(dtype)
+    return X, centers, rng.integers(0, k, n)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d", [1, 3, 37, 300])
+@pytest.mark.parametrize("kind", ["uniform", "near", "range", "subnormal"])
+def test_own_upper_bounds_the_exact_distance(kind, d, dtype):
+    # Lazy E-steps test their bounds with the sum of squares taken in any order (vectorized) and
+    # raised by own_upper_factor: never below the exact kernel's sequential sum, and within a few
+    # units of rounding of it (8 (d + 2) u relative, 2**-999 absolute).
+    from fedcore.kernels.kmeans.distances import own_distances
+    from fedcore.kernels.kmeans.lloyd import _own_upper
+    rng = np.random.default_rng(d)
+    n = 3000
+    X, centers, which = _own_upper_rows(kind, rng, n, d, dtype)
+    rows = rng.permutation(n)
+    exact, upper = np.empty(n), np.empty(n)
+    own_distances(X, rows, centers, which, exact)
+    _own_upper(X, rows, centers, which, upper)
+    assert np.isfinite(exact).all()
+    assert (upper >= exact).all()
+    assert (upper <= exact * (1.0 + 8.0 * (d + 2) * 2.0 ** -53) + 2.0 ** -999).all()
+
+
 def test_direct_product_error_within_its_bound():
     # The error bound of direct_eps, against exact rational arithmetic, on rows far from the
     # origin (|x| |s| large), near it, and with subnormal products; the screen's rounding is
