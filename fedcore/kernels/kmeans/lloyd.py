@@ -571,8 +571,8 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
     few units of rounding) and is tested again, unless ``tighten`` is False: then it goes to the
     screen untightened (one row in ``_TIGHTEN_SAMPLE`` is still tightened, to measure).
     ``sq_norms`` and ``direct``: see :func:`_screen_block`. Returns ``(tightened, passed,
-    direct)``: how many rows were tightened and how many of them then
-    passed, and whether the screen may still read rows directly.
+    direct)``: how many rows were tightened and how many of them then passed, and whether the
+    screen may still read rows directly.
     """
     size = stop - start
     pending = np.empty(size, dtype=np.int64)
