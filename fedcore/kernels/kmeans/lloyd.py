@@ -608,18 +608,22 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
         own_distances(X, bounded[:c], centers, which, own)
     passed = 0
     failed = 0  # rows that failed, in order, moved to the front of bounded and own
+    # Branch-free: every row's bound and distance are stored; the screen or the scan rewrites a
+    # failed row's (storing only the passed rows' made this loop about 9 ns a row slower where
+    # half the rows pass: 5e5 x 10, k = 10, uniform).
     for q in range(c):
         i = bounded[q]
         a = which[q]
-        root = np.sqrt(own[q])
-        if root + margin < max(lower[i], half_sep[a]):
-            lower[i] = max(lower[i], 2.0 * half_sep[a] - root)
-            distances[i] = root if lazy else own[q]
-            passed += 1
-            continue
+        dist = own[q]
+        root = np.sqrt(dist)
+        low = lower[i]
+        ok = root + margin < max(low, half_sep[a])
+        lower[i] = max(low, 2.0 * half_sep[a] - root)  # (|x - c_j| >= 2 half_sep[a] - root)
+        distances[i] = root if lazy else dist
+        passed += ok
         bounded[failed] = i
-        own[failed] = -1.0 if lazy else own[q]  # (known: exact distances only)
-        failed += 1
+        own[failed] = -1.0 if lazy else dist  # (known: exact distances only)
+        failed += not ok
     # Pending rows in ascending order, merged from the end: the screen reads runs of them directly,
     # and every E-step then reads X in order (appending the failed rows instead made the scan and
     # the shifted screen 4-6% slower: 5e5 x 10, k = 10 and 1e5 x 50, k = 100, float64).
