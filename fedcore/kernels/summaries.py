@@ -24,10 +24,14 @@ _SCAN_PARALLEL_MIN = 1 << 21
 def _largest_bits(bits, mask, start, stop):
     """The largest ``bits[i] & mask`` of ``start:stop``: a branch-free unsigned maximum, which
     compilers vectorize (in the width of ``bits``: Numba widens ``&`` of uint32 to 64 bits, which
-    halves the vector lanes, hence the cast back)."""
+    halves the vector lanes, hence the cast back). The loop runs over a slice from 0: an index
+    from ``start`` might be negative for all the compiler knows, and Numba's wraparound of
+    negative indices then keeps the loop scalar (8x slower: 65 against 8 ms for 1e5 x 784
+    float32 on one thread)."""
+    block = bits[start:stop]
     big = bits.dtype.type(0)
-    for i in range(start, stop):
-        big = max(big, bits.dtype.type(bits[i] & mask))
+    for i in range(block.shape[0]):
+        big = max(big, bits.dtype.type(block[i] & mask))
     return big
 
 
