@@ -287,6 +287,31 @@ def test_kmeans_fit_same_bits_one_and_two_threads():
     _assert_same_bits(_with_threads(1, fit), _with_threads(2, fit))
 
 
+def test_recorded_trace_same_bits_one_and_two_threads():
+    # The E-steps a run records (the prior of an exact re-fit) are its own, in the parallel
+    # variant too: the first E-step's centers are the initial ones, the last E-step's labels,
+    # distances and centers are the run's, and one and two threads record the same bits. (The
+    # parallel variant once recorded nothing: the trace came back as the uninitialized buffer.)
+    from fedcore.kernels.kmeans.lloyd import lloyd_core
+    from fedcore.kernels.parallel import use_parallel
+    X, w, centers = _threads_problem()
+
+    def run():
+        c = centers.copy()
+        labels, dist = np.full(X.shape[0], -7), np.full(X.shape[0], np.nan)
+        _, n_iter, trace = lloyd_core(X, w, c, 20, 0.0, 1e-9, labels, dist, record=True)
+        assert trace.centers.shape[0] == n_iter + 1 > 2
+        np.testing.assert_array_equal(trace.centers[0], centers)
+        np.testing.assert_array_equal(trace.centers[-1], c)
+        np.testing.assert_array_equal(trace.labels[-1], labels)
+        _assert_same_bits(trace.distances[-1], dist)
+        return use_parallel(X.shape[0], X.size), tuple(np.asarray(a) for a in trace)
+
+    (serial, one), (parallel, two) = _with_threads(1, run), _with_threads(2, run)
+    assert not serial and parallel
+    _assert_same_bits(one, two)
+
+
 ROW_KINDS = ["grid", "far", "blobs", "duplicates"]
 
 

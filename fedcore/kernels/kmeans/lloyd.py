@@ -968,8 +968,11 @@ def _roots(distances):
             distances[i] = np.sqrt(distances[i])
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(cache=NUMBA_CACHE, nogil=True)  # not inlined: see the note in the body
 def _record(trace, it, labels, lower, distances, centers, moved):
+    # Inlined into the parallel variant of the loop, these writes through the trace's fields were
+    # lost (Numba's parallel backend drops writes to a named tuple's arrays, numba#7135): a
+    # recorded run of four chunks or more returned its uninitialized buffer as the trace.
     trace = grow_trace(trace, it)
     trace.labels[it] = labels
     trace.lower[it] = lower

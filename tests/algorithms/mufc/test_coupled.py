@@ -183,10 +183,13 @@ def test_lloyd_replay_gives_the_bits_of_a_fresh_run(problem):
                      weighted_lloyd(old[1], old[2], init, max_iter, tol))
 
 
-def test_lloyd_replay_over_several_chunks():
-    # More rows than one chunk: bounds are primed from the prior, sums are not reused.
+@pytest.mark.parametrize("chunks", [1, 4])
+def test_lloyd_replay_over_several_chunks(chunks):
+    # More rows than one chunk: bounds are primed from the prior, sums are not reused. With more
+    # than 3 chunks the runs take the parallel variant (which once recorded no E-step, so that
+    # the replay was primed from an uninitialized trace).
     rng = np.random.default_rng(1)
-    n = _config.CHUNK_SIZE + 900
+    n = chunks * _config.CHUNK_SIZE + 900
     X = rng.normal(scale=3.0, size=(5, 2))[rng.integers(0, 5, n)] + rng.normal(size=(n, 2))
     keys = np.arange(n)
     w = rng.integers(1, 4, n).astype(float)
