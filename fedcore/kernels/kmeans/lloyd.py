@@ -602,7 +602,10 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
             pending[m] = i
             known[m] = -1.0
             m += 1
-    if lazy:  # upper bounds serve the test; a label needs an exact distance only in the screen
+    upper = False
+    if screen is not None:  # (lazy E-steps need a screen: without one this compiles no _own_upper)
+        upper = lazy
+    if upper:  # upper bounds serve the test; a label needs an exact distance only in the screen
         _own_upper(X, bounded[:c], centers, which, own)
     else:
         own_distances(X, bounded[:c], centers, which, own)
@@ -1145,8 +1148,9 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
                     tightened = passed = 0
                     for lo in range(start, stop, span):  # E-step, then sums while in cache
                         hi = min(stop, lo + span)
-                        if reads_rows and not normed:
-                            _squared_norms(X, lo, hi, sq_norms)
+                        if screen is not None:  # (a loop without one compiles no norms)
+                            if reads_rows and not normed:
+                                _squared_norms(X, lo, hi, sq_norms)
                         t, q, ok = _estep_rows(X, centers, centers_t, screen, half_sep, margin,
                                                lo, hi, labels, lower, distances, lazy,
                                                tighten[first + p], sq_norms, direct[first + p])
