@@ -3,8 +3,9 @@
     python benchmarks/bound_pruning.py --data uniform --n 100000 --d 784 --k 100 --dtype float32
 
 Lloyd runs from the k-means++ centers that ``compare_sklearn.py`` uses (same data, same seed),
-with every E-step's centers recorded. For each E-step after the first, the script computes
-exact distances in float64 and prints two fractions:
+with every E-step's centers recorded. For each E-step after the first, the script takes the
+exact distances of fedcore's kernels (``pairwise_sq_distances``, ``half_separation``) and
+prints two fractions:
 
 * ``rows``: the rows that [Hamerly]'s test cannot keep with their label even given their
   exact distance to their center (the tightest upper bound). The lower bound is the exact
@@ -16,7 +17,8 @@ exact distances in float64 and prints two fractions:
   still compute.
 
 Both fractions use the most favourable form of the bounds, so what they leave to compute is
-a lower bound on what fedcore's lazy bounds leave. Memory: a few (n, k) float64 arrays.
+a lower bound on what fedcore's lazy bounds leave. Memory: a few (n, k) float64 arrays; X is
+read in its own dtype.
 """
 import argparse
 
@@ -24,14 +26,16 @@ import numpy as np
 
 import fedcore
 from compare_sklearn import make_data
-from fedcore.kernels.kmeans.lloyd import lloyd_core
+from fedcore.kernels.kmeans.distances import pairwise_sq_distances
+from fedcore.kernels.kmeans.lloyd import half_separation, lloyd_core
+from fedcore.kernels.kmeans.lloyd_replay import top_two
 
 
 def distances(X, centers):
-    """Exact (n, k) Euclidean distances in float64 (the expanded form, clipped at 0)."""
-    sq = np.einsum("ij,ij->i", X, X)[:, None] - 2.0 * (X @ centers.T)
-    sq += np.einsum("ij,ij->i", centers, centers)[None, :]
-    return np.sqrt(np.maximum(sq, 0.0))
+    """(n, k) distances of the rows of X to ``centers``, the exact kernel's."""
+    out = np.empty((X.shape[0], centers.shape[0]))
+    pairwise_sq_distances(X, np.ascontiguousarray(centers.T), out)
+    return np.sqrt(out, out=out)
 
 
 def unpruned(X, trace):
@@ -48,11 +52,9 @@ def unpruned(X, trace):
         # Hamerly: second-nearest distance before, less the largest move of any other center.
         others = before.copy()
         others[every, label] = np.inf
-        largest = np.where(np.arange(k)[None, :] == label[:, None], -np.inf, moves[None, :])
-        lower = others.min(axis=1) - largest.max(axis=1)
-        separation = distances(trace.centers[it], trace.centers[it])
-        np.fill_diagonal(separation, np.inf)
-        half = 0.5 * separation.min(axis=1)
+        top, top_j, runner = top_two(moves)
+        lower = others.min(axis=1) - np.where(label == top_j, runner, top)
+        half = half_separation(np.ascontiguousarray(trace.centers[it]), np.empty(k))
         rows = 1.0 - np.mean(own < np.maximum(lower, half[label]))
         # Elkan: one lower bound per (row, center), ruled out where it exceeds the own distance.
         skip = (before - moves[None, :]) > own[:, None]
@@ -80,7 +82,7 @@ def main(argv=None):
     print(f"{args.data} {args.n} x {args.d}, k = {args.k}, {args.dtype}: left to compute by "
           "the most favourable exact bounds, per E-step after the first")
     print(f"{'E-step':>6} {'rows (Hamerly)':>15} {'products (Elkan)':>17}")
-    for it, (rows, products) in enumerate(unpruned(X.astype(np.float64), trace), start=1):
+    for it, (rows, products) in enumerate(unpruned(X, trace), start=1):
         print(f"{it:>6} {rows:>15.4f} {products:>17.4f}")
 
 

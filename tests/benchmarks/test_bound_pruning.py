@@ -1,6 +1,6 @@
 """``benchmarks/bound_pruning.py``: its fractions against a loop over rows and (row, center)
-pairs with each distance taken directly (the script's expanded distances may differ from these
-in the last bits, hence a tolerance of a few rows)."""
+pairs with each distance from ``np.linalg.norm`` (whose sums may round differently from the
+kernels' sequential ones, hence a tolerance of a few rows)."""
 import numpy as np
 
 from fedcore.kernels.kmeans.lloyd import lloyd_core
