@@ -1,9 +1,14 @@
 """When chunked kernels run their parallel variant (same bits either way: see the kernels'
-thread tests), and that a small problem compiles and runs only the serial one."""
+thread tests), that a small problem compiles and runs only the serial one, and that no parallel
+or inlined kernel writes through a named tuple's arrays (which Numba's parallel backend drops)."""
+import ast
+import pathlib
+
 import numba
 import numpy as np
 import pytest
 
+import fedcore
 from fedcore._config import CHUNK_SIZE
 from fedcore.kernels.parallel import (PARALLEL_MIN_CHUNKS, PARALLEL_MIN_ELEMENTS, chunked_kernel,
                                       use_parallel)
@@ -50,3 +55,37 @@ def test_a_small_input_runs_and_compiles_only_the_serial_variant():
         np.testing.assert_array_equal(out, 2.0)
     finally:
         numba.set_num_threads(previous)
+
+
+def _parallel_or_inlined(node):
+    """Whether a function definition is compiled in parallel (``@chunked_kernel``, ``parallel=True``)
+    or inlined into its callers at Numba's IR level (``inline="always"``)."""
+    for dec in node.decorator_list:
+        if isinstance(dec, ast.Name) and dec.id == "chunked_kernel":
+            return True
+        if isinstance(dec, ast.Call):
+            for kw in dec.keywords:
+                value = getattr(kw.value, "value", None)
+                if (kw.arg, value) in (("parallel", True), ("inline", "always")):
+                    return True
+    return False
+
+
+def test_no_parallel_or_inlined_kernel_writes_through_a_named_tuple():
+    # Numba's parallel backend drops writes to the arrays of a named tuple (numba#7135): Lloyd's
+    # recorded trace came back uninitialized while its recording helper was inlined. A write such
+    # as ``trace.labels[it] = ...`` belongs in a function that is neither parallel nor inlined.
+    root = pathlib.Path(fedcore.__file__).parent
+    found = []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.FunctionDef) and _parallel_or_inlined(node)):
+                continue
+            for sub in ast.walk(node):
+                targets = sub.targets if isinstance(sub, ast.Assign) else \
+                    [sub.target] if isinstance(sub, ast.AugAssign) else []
+                for target in targets:
+                    if isinstance(target, ast.Subscript) and isinstance(target.value,
+                                                                        ast.Attribute):
+                        found.append(f"{path.relative_to(root)}:{sub.lineno} {node.name}")
+    assert not found, found
