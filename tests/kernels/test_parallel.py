@@ -11,7 +11,7 @@ import pytest
 import fedcore
 from fedcore._config import CHUNK_SIZE
 from fedcore.kernels.parallel import (PARALLEL_MIN_CHUNKS, PARALLEL_MIN_ELEMENTS, chunked_kernel,
-                                      use_parallel)
+                                      last_chunk_first, use_parallel)
 
 
 def _two_threads():
@@ -34,6 +34,35 @@ def test_the_rule():
         assert not use_parallel(10 * few, 10**12)             # one thread: never
     finally:
         numba.set_num_threads(previous)
+
+
+@pytest.mark.parametrize("n_chunks", [1, 2, 3, 24, 25])
+def test_last_chunk_first_is_a_permutation_that_starts_with_the_last_chunk(n_chunks):
+    order = [last_chunk_first(r, n_chunks) for r in range(n_chunks)]
+    assert order == [n_chunks - 1] + list(range(n_chunks - 1))
+
+
+@numba.njit(parallel=True)
+def _threads_of_chunks(n_chunks):
+    out = np.empty(n_chunks, dtype=np.int64)
+    for r in numba.prange(n_chunks):
+        out[last_chunk_first(r, n_chunks)] = numba.get_thread_id()
+    return out
+
+
+def test_the_short_last_chunk_goes_to_a_thread_with_one_chunk_more():
+    # 1e5 rows fill 24.4 chunks: under Numba's static schedule the thread that runs the short
+    # last chunk runs 12 full ones besides, and the other thread 12 (not 11 and 13).
+    if CHUNK_SIZE != 4096:
+        pytest.skip("the figures are for the default chunk size")
+    previous = _two_threads()
+    try:
+        threads = _threads_of_chunks(-(-100_000 // CHUNK_SIZE))
+    finally:
+        numba.set_num_threads(previous)
+    owner = threads[-1]
+    assert (threads == owner).sum() == 13
+    assert (threads != owner).sum() == 12
 
 
 def _sum_rows(X, out):

@@ -35,7 +35,7 @@ from numba import njit, prange, types
 from numba.extending import overload
 
 from ..._config import CHUNK_SIZE, NUMBA_CACHE
-from ..parallel import chunked_kernel
+from ..parallel import chunked_kernel, last_chunk_first
 from .distances import own_distance, own_distances
 from .lloyd_replay import (LloydTrace, center_moves, grow_trace, mark_dirty, prime_bounds,
                            sparse_estep, sparse_sums, top_two)
@@ -1139,7 +1139,8 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
             inertia = 0.0
             for first in range(0, n_chunks, wave):
                 n_parts = min(wave, n_chunks - first)
-                for p in prange(n_parts):
+                for r in prange(n_parts):
+                    p = last_chunk_first(r, n_parts)
                     start = (first + p) * CHUNK_SIZE
                     stop = min(n, start + CHUNK_SIZE)
                     part_sums[p] = 0.0

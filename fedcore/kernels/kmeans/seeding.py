@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..._config import CHUNK_SIZE, NUMBA_CACHE
-from ..parallel import chunked_kernel
+from ..parallel import chunked_kernel, last_chunk_first
 
 __all__ = ["n_chunks", "chunk_sums", "pick_index", "pick_product", "pick_pending", "d2_update",
            "center_gaps", "min_gaps", "min_sq_distance", "d2_refresh", "candidate_potentials",
@@ -195,7 +195,8 @@ def d2_update(X, center, weights, slot, gaps, labels, mind, sums):
     bit-identical to the unpruned computation.
     """
     n = X.shape[0]
-    for c in prange(sums.shape[0]):
+    for r in prange(sums.shape[0]):
+        c = last_chunk_first(r, sums.shape[0])
         sums[c] = _update_chunk(X, center, weights, slot, gaps, labels, mind, c * CHUNK_SIZE,
                                 min(n, (c + 1) * CHUNK_SIZE))
 
@@ -295,7 +296,8 @@ def d2_refresh(X, new, start, gaps, weights, labels, mind, sums):
     order with a strict ``<``.
     """
     n = X.shape[0]
-    for c in prange(sums.shape[0]):
+    for r in prange(sums.shape[0]):
+        c = last_chunk_first(r, sums.shape[0])
         sums[c] = _refresh_chunk(X, new, start, gaps, weights, labels, mind, c * CHUNK_SIZE,
                                  min(n, (c + 1) * CHUNK_SIZE))
 
@@ -446,7 +448,8 @@ def greedy_pass(X, tiles, candidates, gaps, weights, pend, slot, dists, closer, 
     n = X.shape[0]
     L = candidates.shape[0]
     nc = partials.shape[1]
-    for c in prange(nc):
+    for r in prange(nc):
+        c = last_chunk_first(r, nc)
         _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, closer, labels, mind,
                       partials, c, c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE))
     for p in range(L):
