@@ -330,9 +330,10 @@ def rows_of_kind(kind, rng, n, d, k):
 @st.composite
 def _screening_problems(draw):
     """Tie-heavy or far-from-origin rows (cancellation in |x|^2 - 2 x.c + |c|^2), duplicates;
-    rows narrow and wide enough for both of the screen's layouts (``ROW_MAJOR_MIN_FEATURES``)."""
+    rows narrow and wide enough for both of the screen's layouts (``ROW_MAJOR_MIN_FEATURES``),
+    and few and many enough centers for both orientations of its product (``ROWS_FIRST_*``)."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    n, d, k = draw(st.integers(1, 120)), draw(st.integers(1, 100)), draw(st.integers(1, 12))
+    n, d, k = draw(st.integers(1, 120)), draw(st.integers(1, 100)), draw(st.integers(1, 40))
     X = rows_of_kind(draw(st.sampled_from(ROW_KINDS)), rng, n, d, k)
     X = X.astype(draw(st.sampled_from([np.float64, np.float32])))
     w = rng.integers(0, 4, size=X.shape[0]).astype(np.float64)
