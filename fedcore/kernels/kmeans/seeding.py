@@ -28,6 +28,11 @@ _PRUNE_MARGIN = 4.0 * (1.0 + 1e-6)
 
 # Rows per block of the multi-center distance kernel (see _distances).
 _BLOCK = 64
+# tile_rows copies a tile row by row (reads in order, writes spread over the tile) where the tile
+# fits in this much of L1, else feature by feature. Greedy seeding, normal 1e5 rows, k = 10, 3
+# interleaved runs: d = 50 float64 39.9 -> 34.6 ms by row; d = 784 421 -> 469 ms by row (float64,
+# a 401 kB tile), 158 -> 163 ms (float32).
+_TILE_BY_ROW_BYTES = 1 << 15
 
 
 def n_chunks(n):
@@ -411,14 +416,21 @@ def tile_rows(X, tiles):
     sums whose innermost loop the compiler vectorizes (see :func:`greedy_pass`).
     """
     n, d = X.shape
+    by_row = d * _BLOCK * X.itemsize <= _TILE_BY_ROW_BYTES
     for b in prange(tiles.shape[0]):
         lo = b * _BLOCK
-        hi = min(n, lo + _BLOCK)
+        rows = X[lo:min(n, lo + _BLOCK)]  # (indices from 0: no wraparound checks)
         tile = tiles[b]
+        if by_row:  # each row read in order, written across the tile (in L1)
+            for j in range(rows.shape[0]):
+                for f in range(d):
+                    tile[f, j] = rows[j, f]
+        else:  # each feature of the tile written in order
+            for f in range(d):
+                for j in range(rows.shape[0]):
+                    tile[f, j] = rows[j, f]
         for f in range(d):
-            for j in range(hi - lo):
-                tile[f, j] = X[lo + j, f]
-            for j in range(hi - lo, _BLOCK):
+            for j in range(rows.shape[0], _BLOCK):
                 tile[f, j] = 0.0
 
 

@@ -368,3 +368,19 @@ def test_greedy_seeding_lowers_the_potential_on_a_mixture():
     diffs = np.array(diffs)
     assert np.count_nonzero(diffs < 0) >= 140, f"greedy lower for {np.count_nonzero(diffs < 0)}"
     assert diffs.mean() < 0
+
+
+@pytest.mark.parametrize("d, dtype", [(3, np.float64), (50, np.float32), (64, np.float64),
+                                      (65, np.float64), (300, np.float32)])
+def test_tiles_hold_the_rows_feature_major_with_zeros_past_the_last(d, dtype):
+    # Narrow tiles are copied row by row, wide ones feature by feature (_TILE_BY_ROW_BYTES):
+    # both must give the layout greedy_pass reads. 3 * 64 + 5 rows: a short last tile.
+    from fedcore.kernels.kmeans.seeding import _BLOCK
+    rng = np.random.default_rng(d)
+    X = rng.standard_normal((3 * _BLOCK + 5, d)).astype(dtype)
+    tiles = tiled(X)
+    padded = np.zeros((4 * _BLOCK, d), dtype=dtype)
+    padded[:X.shape[0]] = X
+    expected = padded.reshape(4, _BLOCK, d).transpose(0, 2, 1)
+    assert tiles.dtype == dtype and tiles.shape == expected.shape
+    np.testing.assert_array_equal(tiles, expected)
