@@ -103,7 +103,8 @@ class Screen(NamedTuple):
     """Buffers of the BLAS screen, refreshed from the centers at every E-step.
 
     ``shifted`` float32 or float64 (k, d): ``centers - shift`` rounded to the product's
-    precision, and ``shifted_t`` (d, k) its transpose; ``norms`` and ``roots`` float64 (k,): their squared norms
+    precision, and ``shifted_t`` (d, k) its transpose where the screen multiplies rows first
+    (else (0, 0)); ``norms`` and ``roots`` float64 (k,): their squared norms
     and norms, ``norms_p`` the squared norms rounded to the product's precision; ``offsets``
     float64 (k,) ``norms + 2 shift.shifted`` (the constant of the direct product, see
     :func:`direct_eps`), ``offsets_p`` rounded; ``shift`` float64 (d,); ``eps`` and ``tiny``: the
@@ -262,7 +263,8 @@ def make_screen(n_features, n_clusters, single=True, screen=None):
 def _new_screen(k, d, dtype, single):
     eps, tiny = screen_eps(d, single)
     eps_square, eps_cross, eps_shift = direct_eps(d, single)
-    return Screen(np.empty((k, d), dtype=dtype), np.empty((d, k), dtype=dtype), np.empty(k),
+    shape_t = (d, k) if _rows_first(k, d) else (0, 0)  # (the transpose only where it is read)
+    return Screen(np.empty((k, d), dtype=dtype), np.empty(shape_t, dtype=dtype), np.empty(k),
                   np.empty(k),
                   np.empty(k, dtype=dtype), np.empty(k), np.empty(k, dtype=dtype), np.empty(d),
                   eps, tiny, eps_square, eps_cross, eps_shift)
@@ -284,7 +286,6 @@ def _refresh_screen(centers, screen):
         cross = 0.0
         for f in range(d):
             screen.shifted[j, f] = centers[j, f] - shift[f]
-            screen.shifted_t[f, j] = screen.shifted[j, f]
             t = np.float64(screen.shifted[j, f])
             acc += t * t
             cross += shift[f] * t
@@ -293,6 +294,11 @@ def _refresh_screen(centers, screen):
         screen.norms_p[j] = acc
         screen.offsets[j] = acc + 2.0 * cross
         screen.offsets_p[j] = screen.offsets[j]
+    if screen.shifted_t.shape[0] > 0:  # (allocated only where the screen multiplies rows first)
+        shifted_t = screen.shifted_t
+        for j in range(k):
+            for f in range(d):
+                shifted_t[f, j] = screen.shifted[j, f]
 
 
 class ScreenScratch(NamedTuple):
@@ -376,6 +382,12 @@ def _shift_transpose(X, rows, shift, block_t, norms):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+def _rows_first(k, d):
+    """Whether the screen multiplies a block of rows rows-first (``ROWS_FIRST_*``)."""
+    return ROWS_FIRST_MIN_CLUSTERS <= k <= ROWS_FIRST_MAX_CLUSTERS and d >= ROWS_FIRST_MIN_FEATURES
+
+
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def _transposed(a):
     """A new C-contiguous array holding ``a.T``."""
     rows, cols = a.shape
@@ -402,13 +414,13 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     row per center, so the running two smallest approximations are updated across rows as vector
     lanes, branch-free. Rows of ``ROW_MAJOR_MIN_FEATURES`` or more are shifted into a row-major
     block that BLAS transposes as it packs it; narrower rows are transposed here
-    (:func:`_shift_transpose`). For 9 to 32 centers (``ROWS_FIRST_*``) the row-major block is
-    multiplied rows first and the product transposed here instead. ``direct`` (float32 rows and product, ``rows`` ascending, X's
-    squared row norms in ``sq_norms``): where the rows lie close together in X, the product reads
-    them there as they are (:func:`direct_eps`), and the rows between them are screened too but
-    not used. Then the exact distances to the best
-    approximations: ``known[r]`` (>= 0) is row ``r``'s distance to its previous label, computed
-    by the bound test; the others four rows at a time
+    (:func:`_shift_transpose`). For 9 to 32 centers of 16 features or more (:func:`_rows_first`)
+    a row-major block is multiplied rows first and the product transposed here instead.
+    ``direct`` (float32 rows and product, ``rows`` ascending, X's squared row norms in
+    ``sq_norms``): where the rows lie close together in X, the product reads them there as they
+    are (:func:`direct_eps`), and the rows between them are screened too but not used. Then the
+    exact distances to the best approximations: ``known[r]`` (>= 0) is row ``r``'s distance to
+    its previous label, computed by the bound test; the others four rows at a time
     (:func:`~fedcore.kernels.kmeans.distances.own_distances`). ``lazy``: ``distances`` gets
     upper bounds on the distance (not squared) instead, and a row whose label the product proves
     alone gets no exact distance (its bound is the product's). ``scratch``:
@@ -423,8 +435,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     first = rows[0]
     width = rows[m - 1] - first + 1
     direct = direct and m <= width <= m + m // _DIRECT_GAPS  # (rows ascending)
-    rows_first = (ROWS_FIRST_MIN_CLUSTERS <= k <= ROWS_FIRST_MAX_CLUSTERS
-                  and d >= ROWS_FIRST_MIN_FEATURES)
+    rows_first = _rows_first(k, d)
     shift_sq = 0.0
     if direct:  # the rows as they are: |x - s|^2 = |x|^2 - 2 x.s + |s|^2 (see direct_eps)
         out = _product_of_rows(X, screen.shifted, first, first + width)  # (k, width)
@@ -811,7 +822,7 @@ def _nearest_other_screened(centers, out):
     False, leaving ``out`` to the caller, where the squared norms could overflow."""
     k, d = centers.shape
     eps, tiny = screen_eps(d, False)
-    screen = Screen(np.empty((k, d)), np.empty((d, k)), np.empty(k), np.empty(k), np.empty(k),
+    screen = Screen(np.empty((k, d)), np.empty((0, 0)), np.empty(k), np.empty(k), np.empty(k),
                     np.empty(k),
                     np.empty(k), np.empty(d), eps, tiny, 0.0, 0.0, 0.0)
     _refresh_screen(centers, screen)
