@@ -295,10 +295,7 @@ def _refresh_screen(centers, screen):
         screen.offsets[j] = acc + 2.0 * cross
         screen.offsets_p[j] = screen.offsets[j]
     if screen.shifted_t.shape[0] > 0:  # (allocated only where the screen multiplies rows first)
-        shifted_t = screen.shifted_t
-        for j in range(k):
-            for f in range(d):
-                shifted_t[f, j] = screen.shifted[j, f]
+        screen.shifted_t[:, :] = screen.shifted.T
 
 
 class ScreenScratch(NamedTuple):
@@ -388,17 +385,6 @@ def _rows_first(k, d):
 
 
 @njit(cache=NUMBA_CACHE, nogil=True, inline="always")
-def _transposed(a):
-    """A new C-contiguous array holding ``a.T``."""
-    rows, cols = a.shape
-    out = np.empty((cols, rows), dtype=a.dtype)
-    for j in range(cols):
-        for c in range(rows):
-            out[j, c] = a[c, j]
-    return out
-
-
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def _column(rows, r, first, direct):
     """The column of :func:`_screen_block`'s product that holds row ``rows[r]``."""
     return rows[r] - first if direct else r
@@ -449,7 +435,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
         block = np.empty((m, d), dtype=screen.shifted.dtype)
         _shift_rows(X, rows, screen.shift, block, norms)
         if rows_first:  # rows by centers, transposed here
-            out = _transposed(np.dot(block, screen.shifted_t))  # (k, m)
+            out = np.ascontiguousarray(np.dot(block, screen.shifted_t).T)  # (k, m)
         else:  # BLAS transposes the rows as it packs them
             out = np.dot(screen.shifted, block.T)  # (k, m)
         width = m
