@@ -447,15 +447,15 @@ def greedy_pass(X, tiles, candidates, gaps, weights, pend, slot, dists, closer, 
     int64 (n,), ``mind`` float64 (n,): first every row with ``closer[pend, i]`` moves to center
     ``slot`` at distance ``dists[pend, i]`` (as :func:`d2_update` does). Then OUT ``closer`` bool
     (>= L, n): whether ``|x_i - c_p|^2`` (a sequential sum in feature order) is strictly less than
-    ``mind[i]``, and ``dists`` float64 (>= L, n) that distance where it is (untouched elsewhere);
+    ``mind[i]``, and ``dists`` float64 (>= L, n) that distance where it is (anything elsewhere);
     ``partials`` float64 (>= L, n_chunks): per-chunk sequential sums of ``w_i min(mind_i,
     |x_i - c_p|^2)``, bit for bit the chunk sums :func:`d2_update` would write after adding
     candidate ``p``; ``out`` float64 (>= L,): their sums over chunks, in chunk order, as
     :func:`candidate_potentials`.
 
     The distances are computed a tile of rows at a time, for the tiles with a row that the pruning
-    test of :func:`d2_refresh` keeps, and summed into the potentials while in cache. Only the
-    distances that move a row are stored, so a pass writes little beyond ``closer``.
+    test of :func:`d2_refresh` keeps, and summed into the potentials while in cache, candidate by
+    candidate without branches (each row's term chosen by a select).
     """
     n = X.shape[0]
     L = candidates.shape[0]
@@ -478,7 +478,7 @@ def _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, closer, l
     d = tiles.shape[1]
     L = candidates.shape[0]
     need = np.empty(_BLOCK, dtype=np.bool_)
-    acc = np.empty((L, _BLOCK))
+    acc = np.zeros((L, _BLOCK))
     sums = np.zeros(L)
     for b in range(lo // _BLOCK, (hi - 1) // _BLOCK + 1):
         r0 = max(lo, b * _BLOCK)
@@ -504,24 +504,19 @@ def _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, closer, l
                     for j in range(_BLOCK):
                         t = np.float64(tile[f, j]) - cf
                         acc[p, j] += t * t
-        for i in range(r0, r1):
-            m = mind[i]
-            w = weights[i]
-            if need[i - r0]:
-                j = i - b * _BLOCK
-                for p in range(L):
-                    v = acc[p, j]
-                    move = v < m
-                    closer[p, i] = move
-                    if move:
-                        dists[p, i] = v
-                        sums[p] += w * v
-                    else:
-                        sums[p] += w * m
-            else:
-                for p in range(L):
-                    closer[p, i] = False
-                    sums[p] += w * m
+        # Candidate by candidate, branch-free: a row's sum of terms stays in row order, and the
+        # stores of closer and dists are contiguous.
+        off = b * _BLOCK
+        for p in range(L):
+            s = sums[p]
+            for i in range(r0, r1):
+                m = mind[i]
+                v = acc[p, i - off]  # (stale where the tile was not computed: masked by need)
+                move = need[i - r0] & (v < m)
+                closer[p, i] = move
+                dists[p, i] = v
+                s += weights[i] * (v if move else m)
+            sums[p] = s
     for p in range(L):
         partials[p, c] = sums[p]
 
