@@ -8,9 +8,10 @@ one function (:func:`~fedcore.kernels.parallel.chunked_kernel`); reductions writ
 partials and merge them serially in chunk order, bit-identical for any thread count.
 """
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from .._config import CHUNK_SIZE, NUMBA_CACHE
+from .jit import njit
 from .parallel import chunked_kernel
 
 __all__ = ["cluster_cost_sums", "vkmc_sensitivities", "sample_sorted", "saga_epoch",

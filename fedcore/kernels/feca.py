@@ -3,9 +3,10 @@ greedy grouping of client centroids into balls ([FeCA] Alg. 5)."""
 import warnings
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from .._config import CHUNK_SIZE, NUMBA_CACHE
+from .jit import njit
 
 __all__ = ["feca_statistics", "greedy_ball_groups"]
 

@@ -4,9 +4,9 @@ import functools
 import types
 
 import numba
-from numba import njit
 
 from .._config import CHUNK_SIZE, NUMBA_CACHE
+from .jit import njit
 
 __all__ = ["chunked_kernel", "single_threaded_kernels", "last_chunk_first", "PARALLEL_MIN_CHUNKS",
            "PARALLEL_MIN_ELEMENTS", "use_parallel"]

@@ -6,9 +6,10 @@ array as large as ``X`` (or an eighth of it), which these kernels do not.
 """
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from .._config import NUMBA_CACHE
+from .jit import njit
 from .parallel import renamed
 
 __all__ = ["scan_values", "mean_variance"]

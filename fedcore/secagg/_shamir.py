@@ -9,9 +9,9 @@ secret (perfect secrecy per chunk).
 import os
 
 import numpy as np
-from numba import njit
 
 from .._config import NUMBA_CACHE
+from ..kernels.jit import njit
 from ..kernels.field.arithmetic import MERSENNE_61, addmod, field_context, mulmod_ctx
 
 __all__ = ["SHARE_PRIME", "N_CHUNKS", "split_secret", "join_secret", "deal", "reconstruct",

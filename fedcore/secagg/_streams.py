@@ -31,9 +31,9 @@ import math
 import threading
 
 import numpy as np
-from numba import njit
 
 from .._config import NUMBA_CACHE
+from ..kernels.jit import njit
 
 __all__ = ["STREAM_MASK", "STREAM_OVERFLOW", "chacha_nonce", "round_position",
            "keystream_words", "overflow_words", "words_for", "zero_sum_masks",

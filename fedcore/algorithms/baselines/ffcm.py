@@ -15,9 +15,10 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
-from numba import njit, prange
+from numba import prange
 
 from ..._config import CHUNK_SIZE, NUMBA_CACHE
+from ...kernels.jit import njit
 from ..._validation import check_array, check_int, check_random_state, check_scalar
 from ...federation.ledger import CommLedger
 from ...federation.horizontal import HorizontalFederation

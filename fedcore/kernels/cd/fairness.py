@@ -4,9 +4,9 @@ The per-cluster group-ratio penalty and its change under moves, in the factored 
 objectives of ``cd_kmeans.py`` use.
 """
 import numpy as np
-from numba import njit
 
 from ..._config import NUMBA_CACHE
+from ..jit import njit
 
 __all__ = ["fair_tables", "fairness_change", "fairness_lagrangian"]
 

@@ -39,9 +39,10 @@ safeguard; without it a Jacobi block can raise the objective (see
 ``tests/algorithms/f3km/test_cdkm.py``).
 """
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from ..._config import CHUNK_SIZE, NUMBA_CACHE
+from ..jit import njit
 from ..parallel import renamed
 from .fairness import fair_tables, fairness_change, fairness_lagrangian
 from .statistics import centered_sq_norms, cluster_statistics, column_moments

@@ -1,9 +1,10 @@
 """Statistics for the coordinate-descent k-means kernels ([F3KM] eqs. (6)-(8)): column moments
 and per-cluster sums, counts, squared norms and group counts."""
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from ..._config import CHUNK_SIZE, NUMBA_CACHE
+from ..jit import njit
 from ..parallel import renamed
 
 __all__ = ["column_moments", "centered_sq_norms", "cluster_statistics"]

@@ -16,10 +16,11 @@ helpers (``mulmod_ctx``, ``mac``, ``reduce_wide``) read. Sums of products are ac
 """
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import types
 from numba.extending import intrinsic
 
 from ..._config import NUMBA_CACHE
+from ..jit import njit
 
 __all__ = [
     "MERSENNE_61", "MAX_PRIME", "is_prime", "field_context", "mulmod", "mulmod_ctx", "powmod",

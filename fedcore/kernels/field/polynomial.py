@@ -10,9 +10,9 @@ All kernels take the prime p (odd, below 2**62) and raise ZeroDivisionError when
 the zero polynomial.
 """
 import numpy as np
-from numba import njit
 
 from ..._config import NUMBA_CACHE
+from ..jit import njit
 from .arithmetic import (_mulhi, accumulation_limit, addmod, field_context, inverse,
                     mulmod_ctx, negmod, reduce_wide, sub_scaled_into, submod)
 

@@ -6,9 +6,9 @@ quadratic long division; this is what makes the equal-degree root finder in ``re
 fast. Polynomials are int64 coefficient arrays, lowest degree first, as in ``polynomial.py``.
 """
 import numpy as np
-from numba import njit
 
 from ..._config import NUMBA_CACHE
+from ..jit import njit
 from .arithmetic import (addmod, dot_reverse, field_context, inverse, mulmod_ctx, negmod, submod)
 from .polynomial import (NEWTON_THRESHOLD, degree, karatsuba_workspace, mul_equal,
                          rem_monic_inplace)

@@ -17,9 +17,9 @@ of a vector with at most t nonzeros the server recovers it exactly ([MUFC] Alg. 
 Kernels take p (odd prime < 2**62) and report failures by return codes; they never guess.
 """
 import numpy as np
-from numba import njit
 
 from ..._config import NUMBA_CACHE
+from ..jit import njit
 from .arithmetic import (addmod, batch_inverse_ctx, dot_reverse, field_context, inverse, mulmod_ctx,
                     negmod, powmod_ctx, reduce_wide, sub_scaled_into, submod, _mulhi,
                     accumulation_limit)

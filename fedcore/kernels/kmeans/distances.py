@@ -7,9 +7,10 @@ nearest-center argmin is exact up to one rounding per term. Centers are passed t
 reassociating any sum.
 """
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from ..._config import CHUNK_SIZE, NUMBA_CACHE
+from ..jit import njit
 from ..parallel import chunked_kernel
 
 __all__ = ["row_distances", "own_distance", "own_distances", "nearest_center", "nearest_two",

@@ -31,10 +31,11 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
-from numba import njit, prange, types
+from numba import prange, types
 from numba.extending import overload
 
 from ..._config import CHUNK_SIZE, NUMBA_CACHE
+from ..jit import njit
 from ..parallel import chunked_kernel, last_chunk_first
 from .distances import own_distance, own_distances
 from .lloyd_replay import (LloydTrace, center_moves, grow_trace, mark_dirty, prime_bounds,
@@ -534,7 +535,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     return looser <= _DIRECT_LOOSER * tighter
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def _scan_block(X, rows, centers_t, block_t, nearest, labels, lower, distances):
     """Nearest center of each row in ``rows`` by the exact scan, a block of rows at a time.
 
@@ -887,7 +888,7 @@ def _farthest_rows(weights, distances, count):
     return best[:size]
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(cache=NUMBA_CACHE, nogil=True)
 def relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sums):
     """Give each empty cluster the farthest positive-weight row (deterministic rule).
 
@@ -1063,6 +1064,15 @@ def _loosen_and_compare(labels, labels_old, lower, upper, lazy, drifts, changed)
     return False
 
 
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+def _transpose(a, out):
+    """OUT ``out`` (m, n) = ``a.T`` for ``a`` (n, m): a loop compiles smaller than
+    ``np.ascontiguousarray(a.T)``."""
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            out[j, i] = a[i, j]
+
+
 @njit(cache=NUMBA_CACHE, nogil=True)
 def _replay_estep(X, weights, centers, margin, prior, it, labels, lower, distances, moves, buf):
     """E-step ``it`` from the prior's: a sparse replay (one chunk in both runs) sets every row and
@@ -1071,7 +1081,8 @@ def _replay_estep(X, weights, centers, margin, prior, it, labels, lower, distanc
     p_trace = prior.trace
     top, top_j, runner = center_moves(centers, p_trace.centers[it], moves)
     if X.shape[0] <= CHUNK_SIZE and prior.weights.shape[0] <= CHUNK_SIZE:
-        centers_t = np.ascontiguousarray(centers.T)
+        centers_t = np.empty((centers.shape[1], centers.shape[0]))
+        _transpose(centers, centers_t)
         sparse_estep(X, centers, centers_t, moves, top_j, top, runner, p_trace.labels[it],
                      p_trace.lower[it], p_trace.distances[it], prior.rows, margin, labels, lower,
                      distances, buf)
@@ -1116,14 +1127,17 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     n, d = X.shape
     k = centers.shape[0]
     span = max(_screen_rows(k, d), _SPAN_BYTES // (d * X.itemsize))
-    labels_old = np.full(n, -1, dtype=np.int32)
+    labels_old = np.empty(n, dtype=np.int32)
+    labels_old[:] = -1
     labels[:] = 0
     lower = np.zeros(n)
     n_chunks = max(1, -(-n // CHUNK_SIZE))
-    tighten = np.ones(n_chunks, dtype=np.bool_)
+    tighten = np.empty(n_chunks, dtype=np.bool_)
+    tighten[:] = True
     # float32 rows screened by a float32 product are read directly (squared norms once per run).
     # Their squared norms are taken in the first full E-step, a span at a time, as it reads them.
-    direct = np.zeros(n_chunks, dtype=np.bool_)
+    direct = np.empty(n_chunks, dtype=np.bool_)
+    direct[:] = False
     reads_rows = False
     if screen is not None:
         reads_rows = direct_rows and _single_rows(X, screen.shifted)
@@ -1135,9 +1149,11 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     part_weights = np.empty((wave, k))
     part_inertia = np.empty(wave)
     half_sep = np.zeros(k)
+    centers_t = np.empty((d, k))
     drifts = np.empty(k)
     moves = np.empty(k)
-    dirty = np.ones(k, dtype=np.bool_)
+    dirty = np.empty(k, dtype=np.bool_)
+    dirty[:] = True
     buf = np.empty(k)
     changed = np.empty(n_chunks, dtype=np.bool_)
     kept = trace  # grown as needed (the argument itself must stay unassigned for the pruning)
@@ -1159,7 +1175,7 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
             else:
                 _nearest_other_pairwise(centers, half_sep)
                 _halve_roots(half_sep)
-            centers_t = np.ascontiguousarray(centers.T)
+            _transpose(centers, centers_t)
             if screen is not None:
                 _refresh_screen(centers, screen)
                 direct[:] = reads_rows  # each chunk tries again with the new centers

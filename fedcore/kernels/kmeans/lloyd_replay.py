@@ -15,9 +15,9 @@ costs O(k d + n + d * rows of dirty clusters), against O(n k d) for a full E-ste
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from ..._config import NUMBA_CACHE
+from ..jit import njit
 from .distances import nearest_two, own_distance
 
 __all__ = ["LloydTrace", "LloydPrior", "top_two", "center_moves", "prime_bounds", "sparse_estep",
@@ -46,7 +46,7 @@ class LloydPrior(NamedTuple):
     gone: np.ndarray
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def top_two(moves):
     """``(top, top_j, runner)``: the largest of ``moves`` (k,), its index and the second largest,
     so that ``max_{j != a} moves[j]`` is one test."""

@@ -13,9 +13,10 @@ vectorizes), never from reordering a sum. Pruning by the triangle inequality onl
 whose outcome it proves, so results do not depend on it.
 """
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from ..._config import CHUNK_SIZE, NUMBA_CACHE
+from ..jit import njit
 from ..parallel import chunked_kernel, last_chunk_first
 
 __all__ = ["n_chunks", "chunk_sums", "pick_index", "pick_product", "pick_pending", "d2_update",
@@ -80,6 +81,9 @@ def _target_chunk(sums, u):
 
 @njit(cache=NUMBA_CACHE, nogil=True)
 def _pick(a, b, use_b, sums, u):
+    """The draw of :func:`pick_index` (``use_b`` False) and :func:`pick_product` (True). One
+    compiled kernel for both: they are called from Python, where ``use_b`` is typed as a plain
+    bool, not a literal that would compile a second specialisation."""
     n = a.shape[0]
     start, inner = _target_chunk(sums, u)
     acc = 0.0
@@ -94,7 +98,6 @@ def _pick(a, b, use_b, sums, u):
     return last
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
 def pick_index(values, sums, u):
     """Row ``i`` with probability ``values[i] / values.sum()`` for ``u ~ U[0, 1)``.
 
@@ -106,7 +109,6 @@ def pick_index(values, sums, u):
     return _pick(values, values, False, sums, u)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
 def pick_product(a, b, sums, u):
     """:func:`pick_index` on ``values = a * b`` (elementwise) without forming it.
 
@@ -206,7 +208,7 @@ def d2_update(X, center, weights, slot, gaps, labels, mind, sums):
                                 min(n, (c + 1) * CHUNK_SIZE))
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def _unpruned_rows(labels, gaps, mind, lo, hi, rows):
     """OUT ``rows[:m]``: the rows of ``lo..hi-1`` that the pruning test of :func:`d2_update`
     keeps (no center yet, or the new center may be closer); returns ``m``."""
@@ -219,7 +221,7 @@ def _unpruned_rows(labels, gaps, mind, lo, hi, rows):
     return m
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
 def _update_chunk(X, center, weights, slot, gaps, labels, mind, lo, hi):
     """:func:`d2_update` on rows ``lo..hi-1``; returns their sum of ``weights * mind``.
 
