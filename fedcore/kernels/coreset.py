@@ -10,7 +10,7 @@ partials and merge them serially in chunk order, bit-identical for any thread co
 import numpy as np
 from numba import prange
 
-from .._config import CHUNK_SIZE, NUMBA_CACHE
+from .._config import CHUNK_SIZE
 from .jit import njit
 from .parallel import chunked_kernel
 
@@ -77,7 +77,7 @@ def vkmc_sensitivities(labels, distances, costs, sizes, total_cost, alpha, out):
             out[i] = own + mean + 2.0 * alpha / size
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _scan_chunk(values, start, stop, inner):
     acc = 0.0
     last = -1
@@ -91,7 +91,7 @@ def _scan_chunk(values, start, stop, inner):
     return last
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def sample_sorted(values, sums, uniforms, out):
     """Inverse-CDF draws for sorted uniforms, one pass: ``out[t] = pick_index(values, sums, u_t)``.
 
@@ -157,7 +157,7 @@ def sample_sorted(values, sums, uniforms, out):
         out[t] = hit
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def saga_epoch(X, y, edges, order, probabilities, theta, memory, grad_avg, step, reg, l1=0.0):
     """One epoch of vertical (proximal) SAGA ([SAGA]) on ``sum_i p_i h_i + l1 |theta|_1``.
 
@@ -209,7 +209,7 @@ def saga_epoch(X, y, edges, order, probabilities, theta, memory, grad_avg, step,
         memory[i] = r
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def elastic_net_sweep(gram, rhs, l2, l1, theta, grad):
     """One cyclic coordinate-descent sweep on the weighted elastic-net objective in Gram form.
 

@@ -5,13 +5,13 @@ import warnings
 import numpy as np
 from numba import prange
 
-from .._config import CHUNK_SIZE, NUMBA_CACHE
+from .._config import CHUNK_SIZE
 from .jit import njit
 
 __all__ = ["feca_statistics", "greedy_ball_groups"]
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
+@njit(parallel=True)
 def feca_statistics(X, labels, centers, counts, sums, costs, max_sq):
     """Per-cluster statistics of a client's Lloyd solution (inputs of [FeCA] Alg. 2, 3 and 4).
 
@@ -59,7 +59,7 @@ def feca_statistics(X, labels, centers, counts, sums, costs, max_sq):
                 sums[a, f] += part_sums[c, a, f]
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def greedy_ball_groups(centers, radii, order, groups):
     """Greedy grouping of [FeCA] Alg. 5 lines 2-8: balls around centroids in priority order.
 

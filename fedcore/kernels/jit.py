@@ -22,12 +22,12 @@ def njit(*args, **options):
     options.setdefault("nogil", True)
     options.setdefault("no_cfunc_wrapper", True)
     if options.get("parallel") is True:
-        # An instance, not a dict: Numba empties a dict as it reads it, so the kernel's second
-        # specialisation would have compiled with every conversion on.
-        options["parallel"] = ParallelOptions(dict(_PRANGE_ONLY))
+        options["parallel"] = _PRANGE_ONLY
     return numba.njit(*args, **options)
 
 
-_PRANGE_ONLY = {"prange": True, "comprehension": False, "reduction": False,
-                "inplace_binop": False, "setitem": False, "numpy": False, "stencil": False,
-                "fusion": False}
+# An instance, not a dict: Numba empties a dict as it reads it, so a kernel's second
+# specialisation would compile with every conversion on. Numba copies the instance it is given.
+_PRANGE_ONLY = ParallelOptions({"prange": True, "comprehension": False, "reduction": False,
+                                "inplace_binop": False, "setitem": False, "numpy": False,
+                                "stencil": False, "fusion": False})

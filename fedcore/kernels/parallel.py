@@ -5,7 +5,7 @@ import types
 
 import numba
 
-from .._config import CHUNK_SIZE, NUMBA_CACHE
+from .._config import CHUNK_SIZE
 from .jit import njit
 
 __all__ = ["chunked_kernel", "single_threaded_kernels", "last_chunk_first", "PARALLEL_MIN_CHUNKS",
@@ -49,8 +49,8 @@ def chunked_kernel(fn):
     order, so the result is bit-identical either way. ``.serial``, ``.parallel`` and ``.py_func``
     expose the variants and the Python function.
     """
-    serial = njit(cache=NUMBA_CACHE, nogil=True)(renamed(fn, "_serial"))
-    parallel = njit(cache=NUMBA_CACHE, nogil=True, parallel=True)(renamed(fn, "_parallel"))
+    serial = njit(renamed(fn, "_serial"))
+    parallel = njit(parallel=True)(renamed(fn, "_parallel"))
 
     @functools.wraps(fn)
     def dispatch(*args):
@@ -64,7 +64,7 @@ def chunked_kernel(fn):
     return dispatch
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def last_chunk_first(r, n_chunks):
     """The chunk that iteration ``r`` of a ``prange(n_chunks)`` over row chunks takes: the last
     chunk first, then the others in order.

@@ -8,7 +8,6 @@ import numba
 import numpy as np
 from numba import prange
 
-from .._config import NUMBA_CACHE
 from .jit import njit
 from .parallel import renamed
 
@@ -21,7 +20,7 @@ _SCAN_BLOCK = 1 << 14
 _SCAN_PARALLEL_MIN = 1 << 21
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _largest_bits(bits, mask, start, stop):
     """The largest ``bits[i] & mask`` of ``start:stop``: a branch-free unsigned maximum, which
     compilers vectorize (in the width of ``bits``: Numba widens ``&`` of uint32 to 64 bits, which
@@ -44,11 +43,10 @@ def _block_bits(bits, mask, out):
         out[b] = _largest_bits(bits, mask, b * _SCAN_BLOCK, min(n, (b + 1) * _SCAN_BLOCK))
 
 
-_block_bits_parallel = njit(cache=NUMBA_CACHE, nogil=True,
-                            parallel=True)(renamed(_block_bits, "_parallel"))
+_block_bits_parallel = njit(parallel=True)(renamed(_block_bits, "_parallel"))
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _scan_bits(bits, mask, limit, blocks):
     """``(bad, big)``: the first index whose masked bits reach ``limit`` (-1 if none) and the
     largest masked bits before it. ``blocks``: the maxima of the blocks from
@@ -98,7 +96,7 @@ def scan_values(X):
     return int(bad), float(np.array(big, dtype=view).view(X.dtype))
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def mean_variance(X):
     """Mean over features of each feature's population variance, in float64 (two passes: column
     means, then squared deviations, each summed in row order).

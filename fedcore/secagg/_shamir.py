@@ -10,7 +10,6 @@ import os
 
 import numpy as np
 
-from .._config import NUMBA_CACHE
 from ..kernels.jit import njit
 from ..kernels.field.arithmetic import MERSENNE_61, addmod, field_context, mulmod_ctx
 
@@ -56,7 +55,7 @@ def _uniform(shape):
     return out.reshape(shape)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _evaluate(coeffs, xs, p, out):
     """out[s, h] = sum_k coeffs[s, k] xs[h]**k mod p (Horner), coefficients in [0, p)."""
     ctx = field_context(p)

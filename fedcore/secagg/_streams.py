@@ -32,7 +32,6 @@ import threading
 
 import numpy as np
 
-from .._config import NUMBA_CACHE
 from ..kernels.jit import njit
 
 __all__ = ["STREAM_MASK", "STREAM_OVERFLOW", "chacha_nonce", "round_position",
@@ -105,7 +104,7 @@ def words_for(length, p):
     return -(-w // _BLOCK_WORDS) * _BLOCK_WORDS
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _accumulate_one(words, k, start, shift, p, length, acc, plus, minus):
     """Add the accepted values of ``words[k]`` (from position ``start`` of the stream) to row
     ``plus`` and subtract them from row ``minus`` of ``acc`` (-1: no such row). Returns the
@@ -129,7 +128,7 @@ def _accumulate_one(words, k, start, shift, p, length, acc, plus, minus):
     return j
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _add_words(w, shift, p, length, row, sign):
     """row[i] += sign * (w[i] >> shift) mod p for i < length (sign +1 or -1); returns the number
     of words whose top bits are >= p (which the caller must then undo and scan)."""
@@ -150,7 +149,7 @@ def _add_words(w, shift, p, length, row, sign):
     return rejected
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def accumulate_streams(words, shift, p, length, plus_rows, minus_rows, acc, filled):
     """For each stream k (row of the uint64 array ``words``): its first ``length`` accepted
     values (top bits ``words >> shift`` below p) are added to ``acc[plus_rows[k]]`` and

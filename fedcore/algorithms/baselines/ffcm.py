@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from numba import prange
 
-from ..._config import CHUNK_SIZE, NUMBA_CACHE
+from ..._config import CHUNK_SIZE
 from ...kernels.jit import njit
 from ..._validation import check_array, check_int, check_random_state, check_scalar
 from ...federation.ledger import CommLedger
@@ -37,7 +37,7 @@ __all__ = ["FFCM", "FFCMResult", "ffcm", "fcm_statistics", "fuzzy_c_means", "FFC
            "FFCMLocalCenters"]
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, parallel=True)
+@njit(parallel=True)
 def fcm_statistics(X, centers, fuzziness, center_sums, weight_sums):
     """One fuzzy c-means pass: memberships to ``centers`` and the weighted sums of the next step.
 

@@ -5,13 +5,12 @@ objectives of ``cd_kmeans.py`` use.
 """
 import numpy as np
 
-from ..._config import NUMBA_CACHE
 from ..jit import njit
 
 __all__ = ["fair_tables", "fairness_change", "fairness_lagrangian"]
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _ratio_term(c, n, p, theta, u, rho, remove):
     """Lagrangian change of one (group, cluster) pair when a row with membership ``p`` (0 or 1)
     joins (``remove`` False: (c, n) -> (c + p, n + 1)) or is the row being taken out
@@ -34,7 +33,7 @@ def _ratio_term(c, n, p, theta, u, rho, remove):
     return -u * dr + 0.5 * rho * dr * (r1 + r - 2.0 * theta)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def fair_tables(group_counts, counts, theta, u, rho, fair_scale, base, correction):
     """Per-cluster fairness terms of [F3KM] eqs. (27)-(28) for the current statistics.
 
@@ -70,7 +69,7 @@ def fair_tables(group_counts, counts, theta, u, rho, fair_scale, base, correctio
             base[w, m] = fair_scale * acc
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _pair_change(c0, n0, c1, n1, theta, u, rho):
     # G(c1, n1) - G(c0, n0) for one (group, cluster) pair, G(., 0) = 0.
     if n0 <= 0.0 and n1 <= 0.0:
@@ -87,7 +86,7 @@ def _pair_change(c0, n0, c1, n1, theta, u, rho):
     return -u * dr + 0.5 * rho * dr * (r1 + r0 - 2.0 * theta)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def fairness_change(group_counts, counts, dgroups, dcounts, theta, u, rho, fair_scale):
     """Change of the fairness part of the Lagrangian ([F3KM] eq. (24)) under the deltas of
     :func:`move_deltas`, times ``fair_scale``. IN only."""
@@ -104,7 +103,7 @@ def fairness_change(group_counts, counts, dgroups, dcounts, theta, u, rho, fair_
     return fair_scale * total
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def fairness_lagrangian(group_counts, counts, theta, u, rho):
     """Fairness part of [F3KM] eq. (24),
     ``sum over non-empty m, l of u (theta - c/n) + rho/2 (...)^2``."""

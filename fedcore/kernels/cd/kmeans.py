@@ -41,7 +41,7 @@ safeguard; without it a Jacobi block can raise the objective (see
 import numpy as np
 from numba import prange
 
-from ..._config import CHUNK_SIZE, NUMBA_CACHE
+from ..._config import CHUNK_SIZE
 from ..jit import njit
 from ..parallel import renamed
 from .fairness import fair_tables, fairness_change, fairness_lagrangian
@@ -66,7 +66,7 @@ __all__ = [
     "labels_in_range",
 ]
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def labels_in_range(labels, k):
     """Whether every entry of ``labels`` (int64, IN) lies in ``[0, k)``: one pass, for the
     labels a party receives before a kernel indexes its statistics by them."""
@@ -81,7 +81,7 @@ def labels_in_range(labels, k):
 SEGMENT_ROWS = 8 * CHUNK_SIZE
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _dot4(a, b, m, d):
     # Four interleaved partial sums (f mod 4), combined as (s0 + s1) + (s2 + s3): a fixed order,
     # independent of threads, that pipelines and vectorizes without fastmath.
@@ -140,13 +140,13 @@ def _bcd_row_objectives(X, shift, xx, lo, hi, labels, sums, counts, sqnorms, cod
                 out[o, m] += phi + fair
 
 
-_row_objectives_serial = njit(cache=NUMBA_CACHE, nogil=True)(
+_row_objectives_serial = njit(
     renamed(_bcd_row_objectives, "_serial"))
-_row_objectives_parallel = njit(cache=NUMBA_CACHE, nogil=True, parallel=True)(
+_row_objectives_parallel = njit(parallel=True)(
     renamed(_bcd_row_objectives, "_parallel"))
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def bcd_row_objectives(X, shift, xx, lo, hi, labels, sums, counts, sqnorms, codes, base,
                        correction, out):
     """ADD one party's ``phi(i, m)`` for rows ``lo <= i < hi`` into ``out[i - lo, m]``.
@@ -175,7 +175,7 @@ def bcd_row_objectives(X, shift, xx, lo, hi, labels, sums, counts, sqnorms, code
                                base, correction, out)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def choose_moves(phi, lo, hi, labels, tentative, tol, new_labels, offset):
     """Server side of [F3KM] eqs. (10)/(18)/(29): the new label of each row of a segment.
 
@@ -221,7 +221,7 @@ def choose_moves(phi, lo, hi, labels, tentative, tol, new_labels, offset):
     return n_moves
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def move_deltas(X, shift, lo, hi, labels, new_labels, offset, codes, dsums, dcounts, dgroups):
     """Changes of one party's statistics if the proposed moves of rows lo..hi were applied.
 
@@ -249,7 +249,7 @@ def move_deltas(X, shift, lo, hi, labels, new_labels, offset, codes, dsums, dcou
             dgroups[g, s] += 1
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def objective_change(sums, counts, sqnorms, dsums, dcounts):
     """Change of [F3KM] eq. (4) (one party's part, [F3KM] eq. (15)) under the deltas of
     :func:`move_deltas`.
@@ -280,7 +280,7 @@ def objective_change(sums, counts, sqnorms, dsums, dcounts):
     return total
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def apply_moves(X, shift, xx, lo, hi, labels, new_labels, offset, sums, counts, sqnorms, codes,
                 group_counts):
     """Move rows lo..hi to ``new_labels`` in row order, updating one party's statistics.
@@ -314,7 +314,7 @@ def apply_moves(X, shift, xx, lo, hi, labels, new_labels, offset, sums, counts, 
             group_counts[g, s] += 1
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _propose(X, shift, xx, lo, hi, block_lo, labels, sums, counts, sqnorms, codes, base,
              correction, tol, phi, tentative, new_labels):
     tentative[:] = counts
@@ -329,7 +329,7 @@ def _propose(X, shift, xx, lo, hi, block_lo, labels, sums, counts, sqnorms, code
     return n_moves
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def bcd_sweep(X, shift, xx, labels, sums, counts, sqnorms, codes, group_counts, theta, u, rho,
               fair_scale, block_size, tol, phi, new_labels):
     """One sweep of BCDKM ([F3KM] Alg. 2 lines 5-8) or of the F-step of F3KM ([F3KM] Alg. 4
@@ -465,14 +465,14 @@ def _partition_sse(X, labels, centers):
     return total
 
 
-partition_sums = njit(cache=NUMBA_CACHE, nogil=True, parallel=True)(
+partition_sums = njit(parallel=True)(
     renamed(_partition_sums, "_parallel"))
 partition_sums.__doc__ = """OUT ``sums`` float64 (k, d) and ``counts`` int64 (k,): per-label sums
 of the rows of ``X``.
 
 Per-chunk partials merged in chunk order: the same bits for any thread count.
 """
-partition_sse = njit(cache=NUMBA_CACHE, nogil=True, parallel=True)(
+partition_sse = njit(parallel=True)(
     renamed(_partition_sse, "_parallel"))
 partition_sse.__doc__ = """Return ``sum_i |X[i] - centers[labels[i]]|^2`` ([F3KM] eq. (1)), chunked
 and merged in order.

@@ -3,14 +3,14 @@ and per-cluster sums, counts, squared norms and group counts."""
 import numpy as np
 from numba import prange
 
-from ..._config import CHUNK_SIZE, NUMBA_CACHE
+from ..._config import CHUNK_SIZE
 from ..jit import njit
 from ..parallel import renamed
 
 __all__ = ["column_moments", "centered_sq_norms", "cluster_statistics"]
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def column_moments(X, mean, sumsq):
     """Column means and centred sums of squares, one column at a time in row order.
 
@@ -48,7 +48,7 @@ def _centered_sq_norms(X, shift, out):
             out[i] = acc
 
 
-centered_sq_norms = njit(cache=NUMBA_CACHE, nogil=True, parallel=True)(
+centered_sq_norms = njit(parallel=True)(
     renamed(_centered_sq_norms, "_parallel"))
 centered_sq_norms.__doc__ = """OUT ``out`` float64 (n,): ``|X[i] - shift|^2`` (the x_i^T x_i of
 [F3KM] Alg. 1 line 2).
@@ -57,7 +57,7 @@ IN ``X`` float32/float64 (n, d), ``shift`` float64 (d,).
 """
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def cluster_statistics(X, shift, labels, codes, sums, counts, sqnorms, group_counts):
     """Statistics of [F3KM] Alg. 1 line 2 / [F3KM] Alg. 5 line 2 from scratch, in row order.
 

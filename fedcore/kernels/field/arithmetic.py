@@ -19,7 +19,6 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from ..._config import NUMBA_CACHE
 from ..jit import njit
 
 __all__ = [
@@ -86,7 +85,7 @@ def _mulhi(typingctx, a, b):
     return sig, codegen
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def field_context(p):
     """Constants for arithmetic mod p.
 
@@ -127,7 +126,7 @@ def field_context(p):
     return (np.int64(p), mu, np.int64(s), r64, np.int64(kind))
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _fold_mersenne61(hi, lo):
     """x mod (2**61 - 1) for the 128-bit x = hi * 2**64 + lo (uint64 halves)."""
     m = np.uint64(MERSENNE_61)
@@ -138,7 +137,7 @@ def _fold_mersenne61(hi, lo):
     return np.int64(r)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def mulmod_ctx(a, b, ctx):
     """a * b mod p for int64 a, b in [0, p); ``ctx`` from :func:`field_context`."""
     ua = np.uint64(a)
@@ -172,7 +171,7 @@ def mulmod_ctx(a, b, ctx):
     return np.int64(r)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def addmod(a, b, p):
     """a + b mod p for int64 a, b in [0, p)."""
     c = a + b
@@ -181,7 +180,7 @@ def addmod(a, b, p):
     return c
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def submod(a, b, p):
     """a - b mod p for int64 a, b in [0, p)."""
     c = a - b
@@ -190,13 +189,13 @@ def submod(a, b, p):
     return c
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def negmod(a, p):
     """-a mod p for int64 a in [0, p)."""
     return p - a if a != 0 else a
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def mac(hi, lo, a, b):
     """Add the 128-bit product a * b (int64 in [0, p)) to the accumulator (hi, lo) of uint64."""
     ua = np.uint64(a)
@@ -207,7 +206,7 @@ def mac(hi, lo, a, b):
     return hi2, lo2
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def reduce_wide(hi, lo, ctx):
     """(hi * 2**64 + lo) mod p for a 128-bit accumulator of uint64 halves."""
     if ctx[4] == KIND_MERSENNE_61:
@@ -218,7 +217,7 @@ def reduce_wide(hi, lo, ctx):
     return addmod(mulmod_ctx(h, ctx[3], ctx), l_, ctx[0])
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def accumulation_limit(ctx):
     """How many products of elements of [0, p) a 128-bit accumulator can sum without overflow."""
     if ctx[4] == KIND_MERSENNE_61:
@@ -229,7 +228,7 @@ def accumulation_limit(ctx):
     return np.int64(1) << spare
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _dot_small(a, ao, b, bo, step, n, ctx):
     """``_dot`` for p < 2**31: every product is below 2**62, so its low and high 32-bit halves
     are summed in two plain uint64 sums (no carries; exact for n < 2**32), which pipelines well."""
@@ -251,7 +250,7 @@ def _dot_small(a, ao, b, bo, step, n, ctx):
     return addmod(mulmod_ctx(np.int64(s_hi % up), two32, ctx), np.int64(s_lo % up), ctx[0])
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _dot(a, ao, b, bo, step, n, ctx):
     """sum_{i<n} a[ao + i] * b[bo + step * i] mod p, step = +1 or -1.
 
@@ -285,19 +284,19 @@ def _dot(a, ao, b, bo, step, n, ctx):
     return total
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def dot_forward(a, ao, b, bo, n, ctx):
     """sum_{i<n} a[ao + i] * b[bo + i] mod p (int64 arrays of field elements)."""
     return _dot(a, ao, b, bo, np.int64(1), n, ctx)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def dot_reverse(a, ao, b, bo, n, ctx):
     """sum_{i<n} a[ao + i] * b[bo - i] mod p (a convolution term)."""
     return _dot(a, ao, b, bo, np.int64(-1), n, ctx)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def sub_scaled_into(y, c, x, n, ctx):
     """y[i] = y[i] - c * x[i] mod p for i < n (an axpy step of elimination-type kernels).
 
@@ -329,13 +328,13 @@ def sub_scaled_into(y, c, x, n, ctx):
             y[i] = submod(y[i], mulmod_ctx(c, x[i], ctx), p)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def mulmod(a, b, p):
     """a * b mod p (convenience form; hot loops build the context once and use ``mulmod_ctx``)."""
     return mulmod_ctx(a, b, field_context(p))
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def powmod_ctx(a, e, ctx):
     """a**e mod p by left-to-right square and multiply; e >= 0 (int64)."""
     result = np.int64(1) % ctx[0]
@@ -351,13 +350,13 @@ def powmod_ctx(a, e, ctx):
     return result
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def powmod(a, e, p):
     """a**e mod p for int64 a in [0, p), e >= 0."""
     return powmod_ctx(a, e, field_context(p))
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def inverse(a, p):
     """a**-1 mod p by the extended Euclidean algorithm; raises ZeroDivisionError for a = 0.
 
@@ -378,7 +377,7 @@ def inverse(a, p):
     return t
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def batch_inverse_ctx(a, n, out, ctx):
     """out[:n] = a[:n]**-1 mod p by Montgomery's trick (3(n-1) products and one inversion).
 
@@ -403,7 +402,7 @@ def batch_inverse_ctx(a, n, out, ctx):
     return -1
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def batch_inverse(a, out, p):
     """Invert every entry of ``a``.
 
@@ -423,7 +422,7 @@ def batch_inverse(a, out, p):
         raise ZeroDivisionError("batch_inverse: an entry is 0")
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def add_into(acc, x, p):
     """acc[i] = acc[i] + x[i] mod p, in place (int64 arrays of equal shape, entries in [0, p))."""
     a = acc.reshape(-1)
@@ -432,7 +431,7 @@ def add_into(acc, x, p):
         a[i] = addmod(a[i], b[i], p)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def sum_messages(messages, p, out):
     """OUT ``out`` int64 (m,): sum mod p of the int64 or uint64 arrays of length m in
     ``messages`` (a typed List of them, or their rows stacked in a 2-D array). Returns -1, or the
@@ -473,7 +472,7 @@ def sum_messages(messages, p, out):
     return -1
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def sub_into(acc, x, p):
     """acc[i] = acc[i] - x[i] mod p, in place."""
     a = acc.reshape(-1)
@@ -482,7 +481,7 @@ def sub_into(acc, x, p):
         a[i] = submod(a[i], b[i], p)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def scale_into(acc, c, p):
     """acc[i] = c * acc[i] mod p, in place (c in [0, p))."""
     ctx = field_context(p)
@@ -491,7 +490,7 @@ def scale_into(acc, c, p):
         a[i] = mulmod_ctx(a[i], c, ctx)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def mul_into(acc, x, p):
     """acc[i] = acc[i] * x[i] mod p, in place (int64 arrays of equal size, entries in [0, p))."""
     ctx = field_context(p)

@@ -11,7 +11,6 @@ the zero polynomial.
 """
 import numpy as np
 
-from ..._config import NUMBA_CACHE
 from ..jit import njit
 from .arithmetic import (_mulhi, accumulation_limit, addmod, field_context, inverse,
                     mulmod_ctx, negmod, reduce_wide, sub_scaled_into, submod)
@@ -26,7 +25,7 @@ KARATSUBA_THRESHOLD = 32
 NEWTON_THRESHOLD = 64
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def degree(a, n):
     """Degree of the polynomial a[:n] (-1 for the zero polynomial)."""
     for i in range(n - 1, -1, -1):
@@ -35,7 +34,7 @@ def degree(a, n):
     return -1
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _school_rows(a, na, b, nb, out, hi, lo, ctx):
     """out[:na + nb - 1] = a[:na] * b[:nb], one outer-product row per coefficient of a.
 
@@ -66,7 +65,7 @@ def _school_rows(a, na, b, nb, out, hi, lo, ctx):
         out[k] = reduce_wide(hi[k], lo[k], ctx)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _school_mul(a, na, b, nb, out, hi, lo, ctx):
     """out[:na + nb - 1] = a[:na] * b[:nb] (schoolbook), rows along the shorter operand."""
     if na <= nb:
@@ -75,7 +74,7 @@ def _school_mul(a, na, b, nb, out, hi, lo, ctx):
         _school_rows(b, nb, a, na, out, hi, lo, ctx)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def karatsuba_workspace(n):
     """Length of the workspace ``mul_equal`` needs for operands of length n."""
     total = 4 * n + 1  # copies of both operands and the product
@@ -86,7 +85,7 @@ def karatsuba_workspace(n):
     return total
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _karatsuba(ws, ao, bo, n, oo, wo, square, ctx):
     """ws[oo : oo + 2n - 1] = ws[ao : ao + n] * ws[bo : bo + n], scratch from ws[wo:].
 
@@ -155,7 +154,7 @@ def _karatsuba(ws, ao, bo, n, oo, wo, square, ctx):
         sp += 1
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def mul_equal(a, b, n, out, ws, square, ctx):
     """out[:2n - 1] = a[:n] * b[:n] (b ignored when ``square``).
 
@@ -179,7 +178,7 @@ def mul_equal(a, b, n, out, ws, square, ctx):
     out[:2 * n - 1] = ws[2 * n:4 * n - 1]
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _mul_blocks(a, na, b, nb, out, ctx):
     """out[:na + nb - 1] = a[:na] * b[:nb] for na >= nb, a cut into blocks of length nb."""
     if nb <= KARATSUBA_THRESHOLD:
@@ -201,7 +200,7 @@ def _mul_blocks(a, na, b, nb, out, ctx):
             out[start + i] = addmod(out[start + i], tmp[i], p)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def mul_general(a, na, b, nb, out, ctx):
     """out[:na + nb - 1] = a[:na] * b[:nb] for any lengths (the longer one is cut into blocks).
 
@@ -215,7 +214,7 @@ def mul_general(a, na, b, nb, out, ctx):
         _mul_blocks(b, nb, a, na, out, ctx)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def poly_mul(a, b, out, p):
     """Product of two polynomials.
 
@@ -231,7 +230,7 @@ def poly_mul(a, b, out, p):
     mul_general(a, a.shape[0], b, b.shape[0], out, field_context(p))
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def rem_monic_inplace(a, na, h, d, ctx):
     """Reduce a[:na] modulo the monic h of degree d in place (schoolbook); a[:d] is the result."""
     for k in range(na - 1, d - 1, -1):
@@ -241,7 +240,7 @@ def rem_monic_inplace(a, na, h, d, ctx):
             a[k] = 0
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def poly_divmod(a, b, q, r, p):
     """Quotient and remainder of a / b by long division.
 
@@ -279,7 +278,7 @@ def poly_divmod(a, b, q, r, p):
     return degree(q, q.shape[0]), degree(r, r.shape[0])
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def gcd_into(a, na, b, nb, out, ctx):
     """Monic gcd of a[:na] and b[:nb] into out; returns its degree (-1 if both are zero).
 
@@ -317,7 +316,7 @@ def gcd_into(a, na, b, nb, out, ctx):
     return d0
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def poly_gcd(a, b, out, p):
     """Monic greatest common divisor; ``out`` (length >= min(na, nb)) receives it.
 
@@ -326,7 +325,7 @@ def poly_gcd(a, b, out, p):
     return gcd_into(a, a.shape[0], b, b.shape[0], out, field_context(p))
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def eval_many_ctx(c, n, points, m, out, ctx):
     """out[j] = c[:n] evaluated at points[j] for j < m (Horner, four points interleaved)."""
     p = ctx[0]
@@ -351,7 +350,7 @@ def eval_many_ctx(c, n, points, m, out, ctx):
         j += 1
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def poly_eval(c, points, out, p):
     """Multipoint evaluation: ``out[j] = c(points[j])`` (O(len(c) * len(points)) Horner).
 
@@ -367,7 +366,7 @@ def poly_eval(c, points, out, p):
     eval_many_ctx(c, c.shape[0], points, points.shape[0], out, field_context(p))
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def poly_eval_rows(rows, point, out, p):
     """Evaluate many polynomials at one point: ``out[k] = sum_i rows[k, i] point**i``.
 
@@ -388,7 +387,7 @@ def poly_eval_rows(rows, point, out, p):
         out[k] = r
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def poly_from_roots(roots, out, p):
     """Monic polynomial with the given roots: ``out[:m + 1] = prod_j (x - roots[j])``.
 

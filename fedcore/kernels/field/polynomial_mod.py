@@ -7,7 +7,6 @@ fast. Polynomials are int64 coefficient arrays, lowest degree first, as in ``pol
 """
 import numpy as np
 
-from ..._config import NUMBA_CACHE
 from ..jit import njit
 from .arithmetic import (addmod, dot_reverse, field_context, inverse, mulmod_ctx, negmod, submod)
 from .polynomial import (NEWTON_THRESHOLD, degree, karatsuba_workspace, mul_equal,
@@ -17,7 +16,7 @@ __all__ = ["series_inverse_into", "series_inverse", "modulus_inverse", "mulmod_p
            "mul_linear_mod", "powmod_into", "poly_powmod"]
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def series_inverse_into(g, n, out, ctx):
     """out[:n] = g**-1 mod x**n (g[0] != 0, g has at least n entries) by Newton iteration.
 
@@ -63,7 +62,7 @@ def series_inverse_into(g, n, out, ctx):
         k = k2
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def series_inverse(g, n, out, p):
     """Power-series inverse: ``out[:n] = g**-1 mod x**n`` (g[0] must be nonzero).
 
@@ -81,7 +80,7 @@ def series_inverse(g, n, out, p):
     series_inverse_into(g, n, out, field_context(p))
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def modulus_inverse(h, d, hinv, ctx):
     """hinv[:d-1] = rev(h)**-1 mod x**(d-1) for the monic h of degree d (for ``mulmod_poly``)."""
     if d < NEWTON_THRESHOLD:
@@ -92,7 +91,7 @@ def modulus_inverse(h, d, hinv, ctx):
     series_inverse_into(rev, d - 1, hinv, ctx)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def mulmod_poly(x, y, square, h, d, hinv, out, P, T, Q, W, ctx):
     """out[:d] = x[:d] * y[:d] mod h, for the monic h of degree d >= 1.
 
@@ -119,7 +118,7 @@ def mulmod_poly(x, y, square, h, d, hinv, out, P, T, Q, W, ctx):
         out[i] = submod(P[i], Q[i], p)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def mul_linear_mod(r, a, h, d, ctx):
     """r[:d] = r[:d] * (x + a) mod h in place (h monic of degree d), in O(d)."""
     p = ctx[0]
@@ -132,7 +131,7 @@ def mul_linear_mod(r, a, h, d, ctx):
             r[i] = submod(r[i], mulmod_ctx(top, h[i], ctx), p)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def powmod_into(base, linear_shift, e, h, d, out, ctx):
     """out[:d] = base**e mod h for the monic h of degree d >= 1.
 
@@ -165,7 +164,7 @@ def powmod_into(base, linear_shift, e, h, d, out, ctx):
     out[:d] = r
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def poly_powmod(base, e, f, out, p):
     """base**e mod f.
 

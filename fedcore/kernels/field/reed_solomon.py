@@ -18,7 +18,6 @@ Kernels take p (odd prime < 2**62) and report failures by return codes; they nev
 """
 import numpy as np
 
-from ..._config import NUMBA_CACHE
 from ..jit import njit
 from .arithmetic import (addmod, batch_inverse_ctx, dot_reverse, field_context, inverse, mulmod_ctx,
                     negmod, powmod_ctx, reduce_wide, sub_scaled_into, submod, _mulhi,
@@ -41,7 +40,7 @@ SPLIT_ORDER_LIMIT = 32
 """Largest number of residue classes one splitting step of ``find_roots`` separates."""
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def power_sums(points, weights, start, out, p):
     """Weighted power sums (syndromes) of several channels over the same points.
 
@@ -98,7 +97,7 @@ def power_sums(points, weights, start, out, p):
             out[c, i] = reduce_wide(hi[i], lo[i], ctx)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def berlekamp_massey(s, lam, p):
     """Shortest linear recurrence of a sequence (Massey, 1969): the error locator of [MUFC] Alg. 2
     line 3.
@@ -166,7 +165,7 @@ def berlekamp_massey(s, lam, p):
     return L
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _splitmix64(state):
     """One step of SplitMix64: returns (new state, 64-bit output)."""
     state = state + np.uint64(0x9E3779B97F4A7C15)
@@ -176,7 +175,7 @@ def _splitmix64(state):
     return state, z ^ (z >> np.uint64(31))
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _div_exact_monic(q, k, u, du, v, ctx):
     """v[:k - du + 1] = q[:k + 1] / u[:du + 1] for monic u dividing q (long division)."""
     work = q[:k + 1].copy()
@@ -187,7 +186,7 @@ def _div_exact_monic(q, k, u, du, v, ctx):
             sub_scaled_into(work[i:i + du], c, u, du, ctx)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def split_order(p, limit):
     """Largest r <= limit dividing p - 1: a splitting step separates roots into the r classes of
     r-th power residues (r = 2 is Rabin's quadratic-character split)."""
@@ -197,7 +196,7 @@ def split_order(p, limit):
     return 2
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _roots_of_unity(r, ctx):
     """The r-th roots of unity 1, z, .., z**(r-1) for a primitive r-th root z (r | p - 1)."""
     p = ctx[0]
@@ -223,7 +222,7 @@ def _roots_of_unity(r, ctx):
     return out
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _split_classes(h, d, g, zetas, pool, offs, degs, sp, top, ctx):
     """Split the monic h (degree d) by the value of g = (x + a)**((p-1)/r) mod h at its roots.
 
@@ -271,7 +270,7 @@ def _split_classes(h, d, g, zetas, pool, offs, degs, sp, top, ctx):
     return sp, o, True
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def find_roots(f, out, seed, p):
     """Roots of a polynomial that splits into distinct linear factors over F_p.
 
@@ -330,7 +329,7 @@ def find_roots(f, out, seed, p):
     return _split_roots(h, d, out, n_roots, seed, ctx, SPLIT_ORDER_LIMIT)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _split_roots(h, d, out, n_roots, seed, ctx, limit):
     """``find_roots`` for the monic h of degree d >= 2 without the root 0 (roots after
     ``out[:n_roots]``); ``limit`` bounds the split order of factors of degree >= 64."""
@@ -389,7 +388,7 @@ def _split_roots(h, d, out, n_roots, seed, ctx, limit):
     return n_roots
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def forney_magnitudes(s, lam, L, points, out, p):
     """Error magnitudes by Forney's formula (values of the aggregate, [MUFC] Alg. 2 line 3).
 
@@ -441,7 +440,7 @@ def forney_magnitudes(s, lam, L, points, out, p):
     return -1
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def solve_transposed_vandermonde(x, b, p):
     """Solve sum_j y_j x_j**i = b_i (i < m) for many right-hand sides, in place (Bjorck-Pereyra).
 

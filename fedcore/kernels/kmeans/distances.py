@@ -9,7 +9,7 @@ reassociating any sum.
 import numpy as np
 from numba import prange
 
-from ..._config import CHUNK_SIZE, NUMBA_CACHE
+from ..._config import CHUNK_SIZE
 from ..jit import njit
 from ..parallel import chunked_kernel
 
@@ -17,7 +17,7 @@ __all__ = ["row_distances", "own_distance", "own_distances", "nearest_center", "
            "pairwise_sq_distances", "assign_nearest"]
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def row_distances(X, i, centers_t, out):
     """OUT ``out`` float64 (k,): squared distances from ``X[i]`` to every center."""
     d, k = centers_t.shape
@@ -29,7 +29,7 @@ def row_distances(X, i, centers_t, out):
             out[j] += t * t
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def own_distance(X, i, centers, a):
     """Squared distance from ``X[i]`` to ``centers[a]`` (centers (k, d)): the same bits as
     :func:`row_distances` computes for that center."""
@@ -40,7 +40,7 @@ def own_distance(X, i, centers, a):
     return acc
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def own_distances(X, rows, centers, which, out):
     """OUT ``out[r]``: :func:`own_distance` from ``X[rows[r]]`` to ``centers[which[r]]``, the
     same bits, for ``r < rows.shape[0]``.
@@ -69,7 +69,7 @@ def own_distances(X, rows, centers, which, out):
         out[r] = own_distance(X, rows[r], centers, which[r])
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def nearest_center(X, i, centers_t, buf):
     """Return ``(j, dist)``: the nearest center (lowest index on ties) and its squared distance."""
     row_distances(X, i, centers_t, buf)
@@ -82,7 +82,7 @@ def nearest_center(X, i, centers_t, buf):
     return best, best_d
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def nearest_two(X, i, centers_t, buf):
     """Return ``(j, dist, second)``: the nearest center (lowest index on ties), its squared
     distance and the squared distance to the nearest other center (+inf when k = 1). ``buf``

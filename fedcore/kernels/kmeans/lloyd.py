@@ -127,7 +127,7 @@ class Screen(NamedTuple):
     eps_shift: float
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def screen_eps(n_features, single):
     """``(eps, tiny)``: ``|approx - exact| <= eps (|x'| + |c'|)^2 + tiny (2 (|x'| + |c'|) sqrt(d)
     + d + 1)`` for the screened distance of a row ``x`` to a center ``c``.
@@ -154,13 +154,13 @@ def screen_eps(n_features, single):
     return eps, tiny
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _screen_error(screen, s, d):
     """The bound of :func:`screen_eps` for norms summing to ``s`` (``|x'| + |c'|``), d features."""
     return screen.eps * s * s + screen.tiny * (2.0 * s * np.sqrt(d) + d + 1.0)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def direct_eps(n_features, single):
     """``(eps_square, eps_cross, eps_shift)`` of the direct product: rows read from X as they are.
 
@@ -193,7 +193,7 @@ def direct_eps(n_features, single):
             1.1 * (4.0 * u_g + (2.0 * n_features + 2.0) * u))
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _direct_error(screen, total, x_norm, shift_norm, root, d):
     """The bound ``E`` of :func:`direct_eps`: ``total = S``, ``x_norm = |x|``, ``shift_norm =
     |s|``, ``root = |c'|``."""
@@ -202,7 +202,7 @@ def _direct_error(screen, total, x_norm, shift_norm, root, d):
             + screen.tiny * (2.0 * total * np.sqrt(d) + 2.0 * d + 4.0))
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _delta_error(x_norm, shift_norm, d):
     """The bound ``D`` on ``|delta|`` of :func:`direct_eps`."""
     return 1.1 * (d + 2.0) * 2.0 ** -53 * (x_norm + shift_norm) * (x_norm + shift_norm)
@@ -271,7 +271,7 @@ def _new_screen(k, d, dtype, single):
                   eps, tiny, eps_square, eps_cross, eps_shift)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _transpose(a, out):
     """OUT ``out`` (m, n) = ``a.T`` for ``a`` (n, m). A loop: ``np.ascontiguousarray(a.T)``
     compiles a copy routine for every layout, and a slice assignment ``out[:, :] = a.T`` compiles
@@ -281,7 +281,7 @@ def _transpose(a, out):
             out[j, i] = a[i, j]
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _refresh_screen(centers, screen):
     """Fill ``screen`` from ``centers`` float64 (k, d): shift = their mean."""
     k, d = centers.shape
@@ -339,7 +339,7 @@ class Nearest(NamedTuple):
     arg: np.ndarray
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, fastmath={"reassoc", "contract"})
+@njit(fastmath={"reassoc", "contract"})
 def _shift_rows(X, rows, shift, block, norms):
     """OUT ``block[r] = fl(X[rows[r]] - shift)`` (in ``block``'s precision) and ``norms[r]``: its
     squared norm in float64, summed in any order (the screen's bound allows for any order: see
@@ -354,7 +354,7 @@ def _shift_rows(X, rows, shift, block, norms):
         norms[r] = acc
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _shift_transpose(X, rows, shift, block_t, norms):
     """OUT ``block_t[:, r] = fl(X[rows[r]] - shift)`` (in ``block_t``'s precision) and
     ``norms[r]``: its squared norm in float64; four rows at a time (four independent sums)."""
@@ -389,19 +389,19 @@ def _shift_transpose(X, rows, shift, block_t, norms):
         norms[r] = acc
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _rows_first(k, d):
     """Whether the screen multiplies a block of rows rows-first (``ROWS_FIRST_*``)."""
     return ROWS_FIRST_MIN_CLUSTERS <= k <= ROWS_FIRST_MAX_CLUSTERS and d >= ROWS_FIRST_MIN_FEATURES
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _column(rows, r, first, direct):
     """The column of :func:`_screen_block`'s product that holds row ``rows[r]``."""
     return rows[r] - first if direct else r
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, distances, lazy,
                   sq_norms, direct):
     """Nearest center of each row in ``rows`` (exact, lowest index on ties) through one BLAS
@@ -546,7 +546,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     return looser <= _DIRECT_LOOSER * tighter
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _scan_block(X, rows, centers_t, block_t, nearest, labels, lower, distances):
     """Nearest center of each row in ``rows`` by the exact scan, a block of rows at a time.
 
@@ -592,13 +592,13 @@ def _scan_block(X, rows, centers_t, block_t, nearest, labels, lower, distances):
         lower[i] = np.sqrt(second[r])
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _screen_rows(k, d):
     """Rows per screen product for k centers of d features."""
     return BIG_BLOCK_ROWS if k * d >= BIG_BLOCK_WORK else BLOCK_ROWS
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, labels, lower,
                 distances, lazy, tighten, sq_norms, direct):
     """E-step of rows ``start:stop``: OUT ``labels``, ``distances`` (exact, as the plain scan);
@@ -707,7 +707,7 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
     return c, passed, direct
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _add_statistics(X, weights, labels, distances, start, stop, sums, weight_sums, acc):
     """IN/OUT ``sums`` (k, d) and ``weight_sums`` (k,): the M-step sums, to which rows
     ``start:stop`` are added in row order; returns ``acc`` plus their weighted inertia."""
@@ -721,7 +721,7 @@ def _add_statistics(X, weights, labels, distances, start, stop, sums, weight_sum
     return acc
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _merge(part_sums, part_weights, part_inertia, n_parts, center_sums, weight_sums, inertia):
     """Add the first ``n_parts`` chunk partials, in chunk order, to the totals; returns the
     inertia so far."""
@@ -776,7 +776,7 @@ def _one_estep(loop, X, weights, centers, labels, distances, center_sums, weight
     return inertia
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _nearest_other_pairwise(centers, out):
     """OUT ``out[a]``: the least squared distance from center ``a`` to another, every pair in
     feature order, four pairs side by side (independent chains)."""
@@ -811,7 +811,7 @@ def _nearest_other_pairwise(centers, out):
         out[a] = low
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _nearest_other_screened(centers, out):
     """:func:`_nearest_other_pairwise` (the same bits) through float64 products of the centers,
     shifted by their mean, with each other, a block of rows at a time: ``|a'|^2 - 2 a'.b' +
@@ -854,7 +854,7 @@ def _nearest_other_screened(centers, out):
     return True
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def half_separation(centers, out):
     """OUT ``out`` float64 (k,): half the distance from each center to its nearest other center
     (+inf when k = 1), the ``s(c) / 2`` of the bound test of [Hamerly].
@@ -870,7 +870,7 @@ def half_separation(centers, out):
     return _halve_roots(out)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _halve_roots(out):
     """``out = sqrt(out) / 2`` in place (squared separations to half separations)."""
     for a in range(out.shape[0]):
@@ -878,7 +878,7 @@ def _halve_roots(out):
     return out
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _farthest_rows(weights, distances, count):
     """The ``count`` positive-weight rows of largest ``distances``, largest first, ties by lowest
     row index (fewer when fewer rows have positive weight): one pass, kept in a sorted buffer."""
@@ -899,7 +899,7 @@ def _farthest_rows(weights, distances, count):
     return best[:size]
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sums):
     """Give each empty cluster the farthest positive-weight row (deterministic rule).
 
@@ -935,7 +935,7 @@ def relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sum
         lower[row] = 0.0
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _exact_distances(X, centers, labels, distances):
     """OUT ``distances``: every row's exact distance to its labelled center, a chunk at a time."""
     n = X.shape[0]
@@ -944,7 +944,7 @@ def _exact_distances(X, centers, labels, distances):
         own_distances(X, np.arange(lo, hi), centers, labels[lo:hi], distances[lo:hi])
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, fastmath={"reassoc", "contract"})
+@njit(fastmath={"reassoc", "contract"})
 def _dot_shift(X, i, shift):
     """``X[i] . shift`` in float64, summed in any order (see :func:`direct_eps`)."""
     acc = 0.0
@@ -953,7 +953,7 @@ def _dot_shift(X, i, shift):
     return acc
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def own_upper_factor(n_features):
     """``g`` such that ``g s~ + 2**-1000`` >= the squared distance ``s`` of
     :func:`~fedcore.kernels.kmeans.distances.own_distance` (a sequential sum in feature order)
@@ -973,7 +973,7 @@ def own_upper_factor(n_features):
     return 1.0 + 4.0 * (n_features + 2) * 2.0 ** -53
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, fastmath={"reassoc", "contract"})
+@njit(fastmath={"reassoc", "contract"})
 def _own_upper(X, rows, centers, which, out):
     """OUT ``out[r]`` >= :func:`~fedcore.kernels.kmeans.distances.own_distance` from
     ``X[rows[r]]`` to ``centers[which[r]]``: the sum in any order (one vectorized loop per row),
@@ -991,7 +991,7 @@ def _own_upper(X, rows, centers, which, out):
         out[r] = g * acc + 2.0 ** -1000
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, fastmath={"reassoc", "contract"})
+@njit(fastmath={"reassoc", "contract"})
 def _squared_norms(X, start, stop, out):
     """OUT ``out[start:stop]``: the squared norms of those rows in float64, summed in any order
     (see :func:`direct_eps`)."""
@@ -1003,7 +1003,7 @@ def _squared_norms(X, start, stop, out):
         out[i] = acc
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _roots(distances):
     """``distances = sqrt(distances)`` in place, a chunk at a time."""
     n = distances.shape[0]
@@ -1012,7 +1012,7 @@ def _roots(distances):
             distances[i] = np.sqrt(distances[i])
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)  # not inlined: see the note in the body
+@njit  # not inlined: see the note in the body
 def _record(trace, it, labels, lower, distances, centers, moved):
     # Inlined into the parallel variant of the loop, these writes through the trace's fields were
     # lost (Numba's parallel backend drops writes to a named tuple's arrays, numba#7135): a
@@ -1026,7 +1026,7 @@ def _record(trace, it, labels, lower, distances, centers, moved):
     return trace
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _update_centers(centers, center_sums, weight_sums, take_prior, dirty, next_prior, drifts):
     """Mean update (clean clusters of a sparse replay take the prior's next centers). OUT
     ``drifts`` (k,): how far each center moved; returns the total squared shift."""
@@ -1050,7 +1050,7 @@ def _update_centers(centers, center_sums, weight_sums, take_prior, dirty, next_p
     return shift
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _loosen_and_compare(labels, labels_old, lower, upper, lazy, drifts, changed):
     """The bound update of [Hamerly] (each row's lower bound drops by the largest move of a center
     other than its own; after a lazy E-step, its upper bound rises by its own center's move) and
@@ -1075,7 +1075,7 @@ def _loosen_and_compare(labels, labels_old, lower, upper, lazy, drifts, changed)
     return False
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _replay_estep(X, weights, centers, margin, prior, it, labels, lower, distances, moves, buf):
     """E-step ``it`` from the prior's: a sparse replay (one chunk in both runs) sets every row and
     returns ``(True, inertia)``; otherwise the bounds are primed for the full E-step and
@@ -1097,7 +1097,7 @@ def _replay_estep(X, weights, centers, margin, prior, it, labels, lower, distanc
     return False, 0.0
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _replay_sums(X, weights, prior, it, last, labels, dirty, center_sums, weight_sums):
     """M-step sums of a sparse replay. Returns whether the clean clusters take the prior's next
     centers (same bits, unless a relocation made them): then only the dirty ones are summed."""

@@ -16,7 +16,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..._config import NUMBA_CACHE
 from ..jit import njit
 from .distances import nearest_two, own_distance
 
@@ -46,7 +45,7 @@ class LloydPrior(NamedTuple):
     gone: np.ndarray
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def top_two(moves):
     """``(top, top_j, runner)``: the largest of ``moves`` (k,), its index and the second largest,
     so that ``max_{j != a} moves[j]`` is one test."""
@@ -59,7 +58,7 @@ def top_two(moves):
     return top, top_j, runner
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def center_moves(centers, old_centers, moves):
     """OUT ``moves`` (k,): ``|centers[j] - old_centers[j]|``. Returns :func:`top_two` of them."""
     k, d = centers.shape
@@ -72,7 +71,7 @@ def center_moves(centers, old_centers, moves):
     return top_two(moves)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def prime_bounds(moves, top_j, top, runner, old_labels, old_lower, rows, labels, lower):
     """Bounds ([Hamerly]) of this E-step from the prior's: ``rows[i]`` is row ``i``'s prior row
     (-1: none, bound 0, the row is scanned)."""
@@ -87,7 +86,7 @@ def prime_bounds(moves, top_j, top, runner, old_labels, old_lower, rows, labels,
                 lower[i] = bound
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def sparse_estep(X, centers, centers_t, moves, top_j, top, runner, old_labels, old_lower,
                  old_dist, rows, margin, labels, lower, distances, buf):
     """E-step of every row from the prior's (one chunk): a row whose center did not move and whose
@@ -110,7 +109,7 @@ def sparse_estep(X, centers, centers_t, moves, top_j, top, runner, old_labels, o
         labels[i], lower[i], distances[i] = a, np.sqrt(second), dist
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def mark_dirty(weights, old_weights, rows, gone, labels, old_labels, dirty):
     """OUT ``dirty`` (k,) bool: clusters whose members or member weights differ from the prior's
     at this E-step (``gone``: prior rows absent now)."""
@@ -126,7 +125,7 @@ def mark_dirty(weights, old_weights, rows, gone, labels, old_labels, dirty):
         dirty[old_labels[g]] = True
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def sparse_sums(X, weights, labels, dirty, center_sums, weight_sums):
     """M-step sums of the dirty clusters (all of them: every cluster), accumulated row by row as
     the one-chunk pass does (same bits). Returns False when one of them is empty."""
@@ -147,7 +146,7 @@ def sparse_sums(X, weights, labels, dirty, center_sums, weight_sums):
     return True
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def grow_trace(trace, it):
     """The trace with room for E-step ``it`` (capacity doubled when full)."""
     if it < trace.labels.shape[0]:

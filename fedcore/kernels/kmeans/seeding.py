@@ -15,7 +15,7 @@ whose outcome it proves, so results do not depend on it.
 import numpy as np
 from numba import prange
 
-from ..._config import CHUNK_SIZE, NUMBA_CACHE
+from ..._config import CHUNK_SIZE
 from ..jit import njit
 from ..parallel import chunked_kernel, last_chunk_first
 
@@ -55,7 +55,7 @@ def chunk_sums(values, out):
         out[c] = acc
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _target_chunk(sums, u):
     """``(start, inner)``: the first row of the chunk where the running total of ``sums`` passes
     ``u * total`` (the last positive chunk if rounding put the target at the total), and the
@@ -79,7 +79,7 @@ def _target_chunk(sums, u):
     return chunk * CHUNK_SIZE, target - running
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _pick(a, b, use_b, sums, u):
     """The draw of :func:`pick_index` (``use_b`` False) and :func:`pick_product` (True). One
     compiled kernel for both: they are called from Python, where ``use_b`` is typed as a plain
@@ -118,7 +118,7 @@ def pick_product(a, b, sums, u):
     return _pick(a, b, True, sums, u)
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def center_gaps(centers, slot, out):
     """Squared distances from ``centers[slot]`` to ``centers[:slot]``.
 
@@ -133,7 +133,7 @@ def center_gaps(centers, slot, out):
         out[a] = acc
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def min_gaps(new, centers, count, out):
     """``out[a] = min_p |new[p] - centers[a]|^2`` for ``a < count``: a row whose current center
     ``a`` has ``out[a] > 4 (1 + 1e-6) mind`` cannot move to any center of ``new`` (see
@@ -154,7 +154,7 @@ def min_gaps(new, centers, count, out):
         out[a] = best
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _distances(X, rows, nr, centers, buf, acc):
     """``acc[p, j] = |X[rows[j]] - centers[p]|^2`` for ``j < nr <= _BLOCK`` and every ``p``.
 
@@ -208,7 +208,7 @@ def d2_update(X, center, weights, slot, gaps, labels, mind, sums):
                                 min(n, (c + 1) * CHUNK_SIZE))
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _unpruned_rows(labels, gaps, mind, lo, hi, rows):
     """OUT ``rows[:m]``: the rows of ``lo..hi-1`` that the pruning test of :func:`d2_update`
     keeps (no center yet, or the new center may be closer); returns ``m``."""
@@ -221,7 +221,7 @@ def _unpruned_rows(labels, gaps, mind, lo, hi, rows):
     return m
 
 
-@njit(cache=NUMBA_CACHE, nogil=True, inline="always")
+@njit(inline="always")
 def _update_chunk(X, center, weights, slot, gaps, labels, mind, lo, hi):
     """:func:`d2_update` on rows ``lo..hi-1``; returns their sum of ``weights * mind``.
 
@@ -269,7 +269,7 @@ def _update_chunk(X, center, weights, slot, gaps, labels, mind, lo, hi):
     return acc
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def min_sq_distance(X, i, centers, start, stop, bound):
     """``min(bound, d^2(X[i], centers[j]) for start <= j < stop)``, each distance a sequential sum.
 
@@ -309,7 +309,7 @@ def d2_refresh(X, new, start, gaps, weights, labels, mind, sums):
                                  min(n, (c + 1) * CHUNK_SIZE))
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _refresh_chunk(X, new, start, gaps, weights, labels, mind, lo, hi):
     """:func:`d2_refresh` on rows ``lo..hi-1``; returns their sum of ``weights * mind``."""
     d = X.shape[1]
@@ -379,7 +379,7 @@ def candidate_potentials(X, candidates, gaps, weights, labels, mind, partials, o
         out[p] = total
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def pick_pending(weights, mind, dists, closer, pend, sums, u):
     """:func:`pick_product` on ``weights * mind'`` where ``mind'`` is ``mind`` after the center in
     row ``pend`` of ``dists`` is applied (``mind'_i = dists[pend, i]`` where ``closer[pend, i]``)
@@ -473,7 +473,7 @@ def greedy_pass(X, tiles, candidates, gaps, weights, pend, slot, dists, closer, 
         out[p] = total
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, closer, labels, mind,
                   partials, c, lo, hi):
     """:func:`greedy_pass` on rows ``lo..hi-1`` (chunk ``c``), a tile at a time."""
@@ -523,7 +523,7 @@ def _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, closer, l
         partials[p, c] = sums[p]
 
 
-@njit(cache=NUMBA_CACHE, nogil=True)
+@njit
 def apply_pending(dists, closer, pend, slot, labels, mind):
     """Move every row with ``closer[pend, i]`` to center ``slot`` at distance ``dists[pend, i]``
     (see :func:`greedy_pass`)."""
