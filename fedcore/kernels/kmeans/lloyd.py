@@ -38,8 +38,8 @@ from ..._config import CHUNK_SIZE, NUMBA_CACHE
 from ..jit import njit
 from ..parallel import chunked_kernel, last_chunk_first
 from .distances import own_distance, own_distances
-from .lloyd_replay import (LloydTrace, center_moves, grow_trace, mark_dirty, prime_bounds,
-                           sparse_estep, sparse_sums, top_two)
+from .lloyd_replay import (LloydPrior, LloydTrace, center_moves, grow_trace, mark_dirty,
+                           prime_bounds, sparse_estep, sparse_sums, top_two)
 
 __all__ = ["Screen", "BLOCK_ROWS", "screen_eps", "direct_eps", "make_screen", "uses_screen",
            "uses_direct", "lloyd_iteration", "half_separation", "relocate_empty", "lloyd_run",
@@ -1299,6 +1299,9 @@ def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, *,
     n, d = X.shape
     k = centers.shape[0]
     trace = _empty_trace(n, k, d, 8) if record else None
+    if record and prior is None:  # a prior of no E-steps: recorded runs share one compiled loop
+        prior = LloydPrior(np.empty(0), _empty_trace(0, k, d, 0), np.empty(0, dtype=np.int64),
+                           np.empty(0, dtype=np.int64))
     buffers = make_screen(d, k, single, screen)
     direct = uses_direct(d) if direct is None else direct
     with one_blas_thread() if buffers is not None else contextlib.nullcontext():
