@@ -57,7 +57,9 @@ _COMPILED_MODULES = """
 import numpy as np
 from numba.core import event
 import fedcore
-from fedcore.kernels.kmeans.lloyd import _refresh_screen, make_screen
+from fedcore.kernels.field.polynomial import poly_from_roots
+from fedcore.kernels.field.reed_solomon import berlekamp_massey, find_roots
+from fedcore.kernels.kmeans.lloyd import _refresh_screen, lloyd_core, make_screen
 
 with event.install_recorder("numba:compile") as recorder:
     X = np.random.default_rng(0).random((10000, 10))
@@ -66,6 +68,19 @@ with event.install_recorder("numba:compile") as recorder:
     assert screen.shifted_t.shape == (20, 16)
     _refresh_screen(np.random.default_rng(1).random((16, 20)), screen)
     np.testing.assert_array_equal(screen.shifted_t, screen.shifted.T)
+    # MUFC's recorded Lloyd and SCMA's decoding, the kernels of `fedcore run`
+    centers = X[:8].copy()
+    trace = lloyd_core(X, np.ones(10000), centers, 3, 0.0, 0.0, np.empty(10000, dtype=np.int64),
+                       np.empty(10000), record=True)[2]
+    np.testing.assert_array_equal(trace.centers[-1], centers)
+    p = 2**61 - 1
+    roots = np.arange(1, 200, dtype=np.int64)  # above the Karatsuba threshold
+    f = np.zeros(200, dtype=np.int64)
+    poly_from_roots(roots, f, p)
+    found = np.zeros(199, dtype=np.int64)
+    assert find_roots(f, found, 1, p) == 199
+    np.testing.assert_array_equal(found, roots)
+    assert berlekamp_massey(np.array([1, 2, 4, 8], dtype=np.int64), np.zeros(5, np.int64), p) == 1
 names = {ev.data["dispatcher"].py_func.__module__ for _, ev in recorder.buffer if ev.is_start}
 print("\\n".join(sorted(names)))
 """
@@ -74,7 +89,8 @@ print("\\n".join(sorted(names)))
 def test_kernels_compile_no_string_formatting(tmp_path):
     """A whole-array slice assignment in a kernel (``out[:, :] = a.T``) compiles Numba's
     shape-mismatch message, string formatting included: 2.3 s of the first float32 fit once. The
-    first fit and the screen's refresh, compiled from scratch, compile none of it."""
+    first fit, the screen's refresh, a recorded Lloyd run and SCMA's decoding kernels, compiled
+    from scratch, compile none of it."""
     import subprocess
     import sys
     env = dict(os.environ, FEDCORE_NUMBA_CACHE="0")

@@ -42,6 +42,7 @@ import numpy as np
 from numba import prange
 
 from ..._config import CHUNK_SIZE
+from ..arrays import copy_into
 from ..jit import njit
 from ..parallel import renamed
 from .fairness import fair_tables, fairness_change, fairness_lagrangian
@@ -317,7 +318,7 @@ def apply_moves(X, shift, xx, lo, hi, labels, new_labels, offset, sums, counts, 
 @njit
 def _propose(X, shift, xx, lo, hi, block_lo, labels, sums, counts, sqnorms, codes, base,
              correction, tol, phi, tentative, new_labels):
-    tentative[:] = counts
+    copy_into(tentative, counts)
     n_moves = 0
     for seg_lo in range(lo, hi, phi.shape[0]):
         seg_hi = min(hi, seg_lo + phi.shape[0])

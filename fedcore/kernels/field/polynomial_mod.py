@@ -7,6 +7,7 @@ fast. Polynomials are int64 coefficient arrays, lowest degree first, as in ``pol
 """
 import numpy as np
 
+from ..arrays import copy_into
 from ..jit import njit
 from .arithmetic import (addmod, dot_reverse, field_context, inverse, mulmod_ctx, negmod, submod)
 from .polynomial import (NEWTON_THRESHOLD, degree, karatsuba_workspace, mul_equal,
@@ -51,7 +52,7 @@ def series_inverse_into(g, n, out, ctx):
         for i in range(k2 - k):
             e_hi[i] = prod[k + i]
         pad[:k] = 0
-        pad[:k2 - k] = g[k:k2]
+        copy_into(pad, g[k:k2])
         mul_equal(pad, out, k, prod, w, np.bool_(False), ctx)
         for i in range(k2 - k):
             e_hi[i] = addmod(e_hi[i], prod[i], p)
@@ -104,7 +105,7 @@ def mulmod_poly(x, y, square, h, d, hinv, out, P, T, Q, W, ctx):
     mul_equal(x, y, d, P, W, square, ctx)
     if d < NEWTON_THRESHOLD:
         rem_monic_inplace(P, 2 * d - 1, h, d, ctx)
-        out[:d] = P[:d]
+        copy_into(out, P[:d])
         return
     n = d - 1
     for i in range(n):
@@ -161,7 +162,7 @@ def powmod_into(base, linear_shift, e, h, d, out, ctx):
                     mul_linear_mod(r, linear_shift, h, d, ctx)
             else:
                 mulmod_poly(r, base, np.bool_(False), h, d, hinv, r, P, T, Q, W, ctx)
-    out[:d] = r
+    copy_into(out, r)
 
 
 @njit
@@ -189,6 +190,6 @@ def poly_powmod(base, e, f, out, p):
         h[i] = mulmod_ctx(f[i], inv_lead, ctx)
     nb = base.shape[0]
     b = np.zeros(max(nb, d), dtype=np.int64)
-    b[:nb] = base
+    copy_into(b, base)
     rem_monic_inplace(b, nb, h, d, ctx)
     powmod_into(b, np.int64(-1), e, h, d, out, ctx)

@@ -18,6 +18,7 @@ Kernels take p (odd prime < 2**62) and report failures by return codes; they nev
 """
 import numpy as np
 
+from ..arrays import copy_into
 from ..jit import njit
 from .arithmetic import (addmod, batch_inverse_ctx, dot_reverse, field_context, inverse, mulmod_ctx,
                     negmod, powmod_ctx, reduce_wide, sub_scaled_into, submod, _mulhi,
@@ -146,7 +147,7 @@ def berlekamp_massey(s, lam, p):
         tgt = ic
         if change:
             tgt = it
-            buf[it, :lc] = buf[ic, :lc]
+            copy_into(buf[it], buf[ic, :lc])
             buf[it, lc:max(end, lens[it])] = 0
         sub_scaled_into(buf[tgt, m:m + lb], coef, buf[ib, :lb], lb, ctx)
         Z = buf[tgt]
@@ -161,7 +162,7 @@ def berlekamp_massey(s, lam, p):
         else:
             m += 1
     lam[:] = 0
-    lam[:L + 1] = buf[ic, :L + 1]
+    copy_into(lam, buf[ic, :L + 1])
     return L
 
 
@@ -243,25 +244,25 @@ def _split_classes(h, d, g, zetas, pool, offs, degs, sp, top, ctx):
     for k in range(zetas.shape[0]):
         if d_rest == 0:
             break
-        gz[:d] = g[:d]
+        copy_into(gz, g[:d])
         gz[0] = submod(gz[0], zetas[k], p)
         du = gcd_into(gz, d, rest, d_rest + 1, u, ctx)
         if du <= 0:
             continue
         offs[sp], degs[sp] = o, du
-        pool[o:o + du + 1] = u[:du + 1]
+        copy_into(pool[o:o + du + 1], u[:du + 1])
         o += du + 1
         sp += 1
         found += 1
         if du < d_rest:
             _div_exact_monic(rest, d_rest, u, du, v, ctx)
             d_rest -= du
-            rest[:d_rest + 1] = v[:d_rest + 1]
+            copy_into(rest, v[:d_rest + 1])
         else:
             d_rest = 0
     if d_rest > 0 and found > 0:  # the root -a, in no class
         offs[sp], degs[sp] = o, d_rest
-        pool[o:o + d_rest + 1] = rest[:d_rest + 1]
+        copy_into(pool[o:o + d_rest + 1], rest[:d_rest + 1])
         o += d_rest + 1
         sp += 1
         found += 1
@@ -324,7 +325,7 @@ def find_roots(f, out, seed, p):
         return n_roots
     if d == 1:
         out[n_roots] = negmod(h[0], p)
-        out[:n_roots + 1] = np.sort(out[:n_roots + 1])
+        out[:n_roots + 1].sort()
         return n_roots + 1
     return _split_roots(h, d, out, n_roots, seed, ctx, SPLIT_ORDER_LIMIT)
 
@@ -360,7 +361,7 @@ def _split_roots(h, d, out, n_roots, seed, ctx, limit):
     if not ok:  # every root in one class: start the random splitting from h itself
         offs[0] = 0
         degs[0] = d
-        pool[:d + 1] = h
+        copy_into(pool, h)
         sp = 1
     state = np.uint64(seed)
     while sp > 0:
@@ -384,7 +385,7 @@ def _split_roots(h, d, out, n_roots, seed, ctx, limit):
                 break
         else:
             return ROOTS_NO_SPLIT_FOUND
-    out[:n_roots] = np.sort(out[:n_roots])
+    out[:n_roots].sort()
     return n_roots
 
 

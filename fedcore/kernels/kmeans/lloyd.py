@@ -35,6 +35,7 @@ from numba import prange, types
 from numba.extending import overload
 
 from ..._config import CHUNK_SIZE, NUMBA_CACHE
+from ..arrays import copy_into, transpose_into
 from ..jit import njit
 from ..parallel import chunked_kernel, last_chunk_first
 from .distances import own_distance, own_distances
@@ -271,16 +272,6 @@ def _new_screen(k, d, dtype, single):
                   eps, tiny, eps_square, eps_cross, eps_shift)
 
 
-@njit(inline="always")
-def _transpose(a, out):
-    """OUT ``out`` (m, n) = ``a.T`` for ``a`` (n, m). A loop: ``np.ascontiguousarray(a.T)``
-    compiles a copy routine for every layout, and a slice assignment ``out[:, :] = a.T`` compiles
-    Numba's shape-mismatch message (string formatting: 2.3 s of the first float32 fit)."""
-    for i in range(a.shape[0]):
-        for j in range(a.shape[1]):
-            out[j, i] = a[i, j]
-
-
 @njit
 def _refresh_screen(centers, screen):
     """Fill ``screen`` from ``centers`` float64 (k, d): shift = their mean."""
@@ -306,7 +297,7 @@ def _refresh_screen(centers, screen):
         screen.offsets[j] = acc + 2.0 * cross
         screen.offsets_p[j] = screen.offsets[j]
     if screen.shifted_t.shape[0] > 0:  # (allocated only where the screen multiplies rows first)
-        _transpose(screen.shifted, screen.shifted_t)
+        transpose_into(screen.shifted, screen.shifted_t)
 
 
 class ScreenScratch(NamedTuple):
@@ -447,7 +438,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
         _shift_rows(X, rows, screen.shift, block, norms)
         if rows_first:  # rows by centers, transposed here
             out = np.empty((k, m), dtype=block.dtype)
-            _transpose(np.dot(block, screen.shifted_t), out)  # (k, m)
+            transpose_into(np.dot(block, screen.shifted_t), out)  # (k, m)
         else:  # BLAS transposes the rows as it packs them
             out = np.dot(screen.shifted, block.T)  # (k, m)
         width = m
@@ -1018,10 +1009,11 @@ def _record(trace, it, labels, lower, distances, centers, moved):
     # lost (Numba's parallel backend drops writes to a named tuple's arrays, numba#7135): a
     # recorded run of four chunks or more returned its uninitialized buffer as the trace.
     trace = grow_trace(trace, it)
-    trace.labels[it] = labels
-    trace.lower[it] = lower
-    trace.distances[it] = distances
-    trace.centers[it] = centers
+    copy_into(trace.labels[it], labels)  # (copies as loops: fedcore.kernels.arrays)
+    copy_into(trace.lower[it], lower)
+    copy_into(trace.distances[it], distances)
+    for j in range(centers.shape[0]):
+        copy_into(trace.centers[it, j], centers[j])
     trace.moved[it] = moved
     return trace
 
@@ -1084,7 +1076,7 @@ def _replay_estep(X, weights, centers, margin, prior, it, labels, lower, distanc
     top, top_j, runner = center_moves(centers, p_trace.centers[it], moves)
     if X.shape[0] <= CHUNK_SIZE and prior.weights.shape[0] <= CHUNK_SIZE:
         centers_t = np.empty((centers.shape[1], centers.shape[0]))
-        _transpose(centers, centers_t)
+        transpose_into(centers, centers_t)
         sparse_estep(X, centers, centers_t, moves, top_j, top, runner, p_trace.labels[it],
                      p_trace.lower[it], p_trace.distances[it], prior.rows, margin, labels, lower,
                      distances, buf)
@@ -1177,7 +1169,7 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
             else:
                 _nearest_other_pairwise(centers, half_sep)
                 _halve_roots(half_sep)
-            _transpose(centers, centers_t)
+            transpose_into(centers, centers_t)
             if screen is not None:
                 _refresh_screen(centers, screen)
                 direct[:] = reads_rows  # each chunk tries again with the new centers
