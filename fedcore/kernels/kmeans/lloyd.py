@@ -1213,7 +1213,7 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
                                           center_sums, weight_sums)
                 if take_prior:
                     next_prior = prior.trace.centers[it + 1]
-        moved = False
+        moved = np.bool_(False)  # (not a literal: a literal False compiled _record twice)
         if it < max_iter and not take_prior:
             for j in range(k):
                 moved = moved or weight_sums[j] == 0.0
