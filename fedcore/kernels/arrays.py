@@ -13,8 +13,11 @@ __all__ = ["copy_into", "transpose_into"]
 
 @njit(inline="always")
 def copy_into(out, a):
-    """OUT ``out[i] = a[i]`` for every ``i < len(a)`` (1-D; ``out`` at least as long as ``a``;
-    the two must not overlap unless they are the same array)."""
+    """OUT ``out[i] = a[i]`` for every ``i < len(a)`` (1-D; the two must not overlap unless they
+    are the same array). Raises if ``out`` is shorter than ``a``, as the slice assignment did (a
+    constant message: nothing to format)."""
+    if out.shape[0] < a.shape[0]:
+        raise ValueError("copy_into: out is shorter than a")
     for i in range(a.shape[0]):
         out[i] = a[i]
 
