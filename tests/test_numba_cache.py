@@ -53,12 +53,12 @@ def test_each_chunk_size_has_its_own_cache(tmp_path):
     assert dirs["4096"] != dirs["1000"]
 
 
-_COMPILED_MODULES = """
+_COMPILE_FROM_SCRATCH = """
 import numpy as np
 from numba.core import event
 import fedcore
 from fedcore.kernels.field.polynomial import poly_from_roots
-from fedcore.kernels.field.reed_solomon import berlekamp_massey, find_roots
+from fedcore.kernels.field.reed_solomon import berlekamp_massey, find_roots, forney_magnitudes
 from fedcore.kernels.kmeans.lloyd import _refresh_screen, lloyd_core, make_screen
 
 with event.install_recorder("numba:compile") as recorder:
@@ -80,22 +80,45 @@ with event.install_recorder("numba:compile") as recorder:
     found = np.zeros(199, dtype=np.int64)
     assert find_roots(f, found, 1, p) == 199
     np.testing.assert_array_equal(found, roots)
-    assert berlekamp_massey(np.array([1, 2, 4, 8], dtype=np.int64), np.zeros(5, np.int64), p) == 1
-names = {ev.data["dispatcher"].py_func.__module__ for _, ev in recorder.buffer if ev.is_start}
-print("\\n".join(sorted(names)))
+    lam = np.zeros(5, dtype=np.int64)
+    s = np.array([1, 2, 4, 8], dtype=np.int64)  # S_i = 1 * 2**i: one point 2, magnitude 1
+    assert berlekamp_massey(s, lam, p) == 1
+    magnitude = np.zeros(1, dtype=np.int64)
+    assert forney_magnitudes(s, lam, 1, np.array([2], dtype=np.int64), magnitude, p) == -1
+    assert magnitude[0] == 1
+    fedcore.BCDKM(4, random_state=0).fit(X)  # F3KM's block coordinate descent
+for _, ev in recorder.buffer:  # one line per compile: module and function
+    if ev.is_start:
+        func = ev.data["dispatcher"].py_func
+        print(func.__module__, func.__qualname__)
 """
 
 
-def test_kernels_compile_no_string_formatting(tmp_path):
-    """A whole-array slice assignment in a kernel (``out[:, :] = a.T``) compiles Numba's
-    shape-mismatch message, string formatting included: 2.3 s of the first float32 fit once. The
-    first fit, the screen's refresh, a recorded Lloyd run and SCMA's decoding kernels, compiled
-    from scratch, compile none of it."""
+@pytest.fixture(scope="module")
+def compiled_from_scratch(tmp_path_factory):
+    """``(module, function)`` of every compile of ``_COMPILE_FROM_SCRATCH``, run in a fresh
+    process without the on-disk cache."""
     import subprocess
     import sys
     env = dict(os.environ, FEDCORE_NUMBA_CACHE="0")
-    out = subprocess.run([sys.executable, "-c", _COMPILED_MODULES], env=env,
-                         capture_output=True, text=True, check=True, cwd=tmp_path).stdout
-    modules = set(out.split())
+    out = subprocess.run([sys.executable, "-c", _COMPILE_FROM_SCRATCH], env=env,
+                         capture_output=True, text=True, check=True,
+                         cwd=tmp_path_factory.mktemp("compile")).stdout
+    return [tuple(line.split()) for line in out.splitlines()]
+
+
+def test_kernels_compile_no_string_formatting(compiled_from_scratch):
+    """A whole-array slice assignment in a kernel (``out[:, :] = a.T``) compiles Numba's
+    shape-mismatch message, string formatting included: 2.3 s of the first float32 fit once. The
+    first fit, the screen's refresh, a recorded Lloyd run, SCMA's decoding kernels (syndromes to
+    locator, roots and magnitudes) and F3KM's BCDKM, compiled from scratch, compile none of it."""
+    modules = {module for module, _ in compiled_from_scratch}
     assert "fedcore.kernels.kmeans.lloyd" in modules  # (the recorder saw the kernels compile)
     assert not {m for m in modules if "unicode" in m or m.endswith(".printimpl")}, modules
+
+
+def test_recorded_lloyd_compiles_its_record_once(compiled_from_scratch):
+    """The loop passes ``_record`` a typed bool: a literal ``False`` compiled it twice (once for
+    the literal type, once for bool), 0.6 s of ``fedcore run``'s first start."""
+    record = [c for c in compiled_from_scratch if c == ("fedcore.kernels.kmeans.lloyd", "_record")]
+    assert len(record) == 1

@@ -287,6 +287,33 @@ def test_kmeans_fit_same_bits_one_and_two_threads():
     _assert_same_bits(_with_threads(1, fit), _with_threads(2, fit))
 
 
+def test_recorded_runs_share_one_compiled_loop():
+    # A run recorded without a prior replays a prior of no E-steps, so recorded and replayed runs
+    # compile one variant of the loop (two cost 2.4 s of a first start), and that prior changes
+    # nothing: the same trace as a replay of it.
+    from fedcore.kernels.kmeans import lloyd
+    from fedcore.kernels.kmeans.lloyd_replay import LloydPrior, LloydTrace
+    rng = np.random.default_rng(3)
+    X = rng.random((300, 3))
+    w = np.ones(300)
+    runs = []
+    for prior in (None, "empty"):
+        if prior == "empty":
+            prior = LloydPrior(np.empty(0), LloydTrace(np.empty((0, 0), dtype=np.int64),
+                                                       np.empty((0, 0)), np.empty((0, 0)),
+                                                       np.empty((0, 4, 3)),
+                                                       np.empty(0, dtype=np.bool_)),
+                               np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
+        c = X[:4].copy()
+        labels, dist = np.empty(300, dtype=np.int64), np.empty(300)
+        runs.append(lloyd.lloyd_core(X, w, c, 20, 0.0, 1e-9, labels, dist, record=True,
+                                     prior=prior)[2])
+    for a, b in zip(*runs):
+        _assert_same_bits(a, b)
+    for sig in lloyd._lloyd_loop.serial.signatures:  # (trace, prior) are the last two
+        assert not (isinstance(sig[-2], numba.types.BaseTuple) and sig[-1] == numba.types.none)
+
+
 def test_recorded_trace_same_bits_one_and_two_threads():
     # The E-steps a run records (the prior of an exact re-fit) are its own, in the parallel
     # variant too: the first E-step's centers are the initial ones, the last E-step's labels,

@@ -318,7 +318,7 @@ def apply_moves(X, shift, xx, lo, hi, labels, new_labels, offset, sums, counts, 
 @njit
 def _propose(X, shift, xx, lo, hi, block_lo, labels, sums, counts, sqnorms, codes, base,
              correction, tol, phi, tentative, new_labels):
-    copy_into(tentative, counts)
+    copy_into(tentative, counts, counts.shape[0])
     n_moves = 0
     for seg_lo in range(lo, hi, phi.shape[0]):
         seg_hi = min(hi, seg_lo + phi.shape[0])

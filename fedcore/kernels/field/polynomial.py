@@ -112,13 +112,13 @@ def _karatsuba(ws, ao, bo, n, oo, wo, square, ctx):
         ao, bo, n, oo, wo, stage = (stack[f, 0], stack[f, 1], stack[f, 2], stack[f, 3],
                                     stack[f, 4], stack[f, 5])
         if n <= KARATSUBA_THRESHOLD:
-            copy_into(xa, ws[ao:ao + n])
+            copy_into(xa, ws[ao:], n)
             if square:  # a symmetric base case saves half the products but pipelines worse
                 _school_mul(xa, n, xa, n, xo, hi, lo, ctx)
             else:
-                copy_into(xb, ws[bo:bo + n])
+                copy_into(xb, ws[bo:], n)
                 _school_mul(xa, n, xb, n, xo, hi, lo, ctx)
-            copy_into(ws[oo:oo + 2 * n - 1], xo[:2 * n - 1])
+            copy_into(ws[oo:], xo, 2 * n - 1)
             sp -= 1
             continue
         h = n // 2
@@ -170,13 +170,13 @@ def mul_equal(a, b, n, out, ws, square, ctx):
             _school_mul(a, n, a, n, ws, hi, lo, ctx)
         else:
             _school_mul(a, n, b, n, ws, hi, lo, ctx)
-        copy_into(out, ws[:2 * n - 1])
+        copy_into(out, ws, 2 * n - 1)
         return
-    copy_into(ws, a[:n])
+    copy_into(ws, a, n)
     if not square:
-        copy_into(ws[n:2 * n], b[:n])
+        copy_into(ws[n:], b, n)
     _karatsuba(ws, np.int64(0), n, n, 2 * n, 4 * n, square, ctx)
-    copy_into(out, ws[2 * n:4 * n - 1])
+    copy_into(out, ws[2 * n:], 2 * n - 1)
 
 
 @njit
@@ -194,7 +194,7 @@ def _mul_blocks(a, na, b, nb, out, ctx):
     out[:na + nb - 1] = 0
     for start in range(0, na, nb):
         m = min(nb, na - start)
-        copy_into(block, a[start:start + m])
+        copy_into(block, a[start:], m)
         block[m:] = 0
         mul_equal(block, b, nb, tmp, ws, np.bool_(False), ctx)
         for i in range(m + nb - 1):
@@ -288,8 +288,8 @@ def gcd_into(a, na, b, nb, out, ctx):
     """
     p = ctx[0]
     r = np.zeros((2, max(na, nb, 1)), dtype=np.int64)
-    copy_into(r[0], a[:na])
-    copy_into(r[1], b[:nb])
+    copy_into(r[0], a, na)
+    copy_into(r[1], b, nb)
     i0, i1 = 0, 1
     d0 = degree(r[0], na)
     d1 = degree(r[1], nb)
@@ -434,10 +434,10 @@ def poly_from_roots(roots, out, p):
                 nb = lo[2 * j + 2] - lo[2 * j + 1] + 1
                 mul_general(cur[a0:a0 + na], na, cur[b0:b0 + nb], nb, nxt[o:o + na + nb - 1], ctx)
             else:
-                copy_into(nxt[o:o + na], cur[a0:a0 + na])
+                copy_into(nxt[o:], cur[a0:], na)
         for j in range(half):
             lo[j] = lo[2 * j]
         lo[half] = m
         count = half
         cur, nxt = nxt, cur
-    copy_into(out, cur[:m + 1])
+    copy_into(out, cur, m + 1)

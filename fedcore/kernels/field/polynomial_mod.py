@@ -52,7 +52,7 @@ def series_inverse_into(g, n, out, ctx):
         for i in range(k2 - k):
             e_hi[i] = prod[k + i]
         pad[:k] = 0
-        copy_into(pad, g[k:k2])
+        copy_into(pad, g[k:], k2 - k)
         mul_equal(pad, out, k, prod, w, np.bool_(False), ctx)
         for i in range(k2 - k):
             e_hi[i] = addmod(e_hi[i], prod[i], p)
@@ -105,7 +105,7 @@ def mulmod_poly(x, y, square, h, d, hinv, out, P, T, Q, W, ctx):
     mul_equal(x, y, d, P, W, square, ctx)
     if d < NEWTON_THRESHOLD:
         rem_monic_inplace(P, 2 * d - 1, h, d, ctx)
-        copy_into(out, P[:d])
+        copy_into(out, P, d)
         return
     n = d - 1
     for i in range(n):
@@ -162,7 +162,7 @@ def powmod_into(base, linear_shift, e, h, d, out, ctx):
                     mul_linear_mod(r, linear_shift, h, d, ctx)
             else:
                 mulmod_poly(r, base, np.bool_(False), h, d, hinv, r, P, T, Q, W, ctx)
-    copy_into(out, r)
+    copy_into(out, r, d)
 
 
 @njit
@@ -190,6 +190,6 @@ def poly_powmod(base, e, f, out, p):
         h[i] = mulmod_ctx(f[i], inv_lead, ctx)
     nb = base.shape[0]
     b = np.zeros(max(nb, d), dtype=np.int64)
-    copy_into(b, base)
+    copy_into(b, base, nb)
     rem_monic_inplace(b, nb, h, d, ctx)
     powmod_into(b, np.int64(-1), e, h, d, out, ctx)

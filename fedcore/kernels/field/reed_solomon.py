@@ -147,7 +147,7 @@ def berlekamp_massey(s, lam, p):
         tgt = ic
         if change:
             tgt = it
-            copy_into(buf[it], buf[ic, :lc])
+            copy_into(buf[it], buf[ic], lc)
             buf[it, lc:max(end, lens[it])] = 0
         sub_scaled_into(buf[tgt, m:m + lb], coef, buf[ib, :lb], lb, ctx)
         Z = buf[tgt]
@@ -162,7 +162,7 @@ def berlekamp_massey(s, lam, p):
         else:
             m += 1
     lam[:] = 0
-    copy_into(lam, buf[ic, :L + 1])
+    copy_into(lam, buf[ic], L + 1)
     return L
 
 
@@ -244,25 +244,25 @@ def _split_classes(h, d, g, zetas, pool, offs, degs, sp, top, ctx):
     for k in range(zetas.shape[0]):
         if d_rest == 0:
             break
-        copy_into(gz, g[:d])
+        copy_into(gz, g, d)
         gz[0] = submod(gz[0], zetas[k], p)
         du = gcd_into(gz, d, rest, d_rest + 1, u, ctx)
         if du <= 0:
             continue
         offs[sp], degs[sp] = o, du
-        copy_into(pool[o:o + du + 1], u[:du + 1])
+        copy_into(pool[o:], u, du + 1)
         o += du + 1
         sp += 1
         found += 1
         if du < d_rest:
             _div_exact_monic(rest, d_rest, u, du, v, ctx)
             d_rest -= du
-            copy_into(rest, v[:d_rest + 1])
+            copy_into(rest, v, d_rest + 1)
         else:
             d_rest = 0
     if d_rest > 0 and found > 0:  # the root -a, in no class
         offs[sp], degs[sp] = o, d_rest
-        copy_into(pool[o:o + d_rest + 1], rest[:d_rest + 1])
+        copy_into(pool[o:], rest, d_rest + 1)
         o += d_rest + 1
         sp += 1
         found += 1
@@ -361,7 +361,7 @@ def _split_roots(h, d, out, n_roots, seed, ctx, limit):
     if not ok:  # every root in one class: start the random splitting from h itself
         offs[0] = 0
         degs[0] = d
-        copy_into(pool, h)
+        copy_into(pool, h, d + 1)
         sp = 1
     state = np.uint64(seed)
     while sp > 0:

@@ -1009,11 +1009,12 @@ def _record(trace, it, labels, lower, distances, centers, moved):
     # lost (Numba's parallel backend drops writes to a named tuple's arrays, numba#7135): a
     # recorded run of four chunks or more returned its uninitialized buffer as the trace.
     trace = grow_trace(trace, it)
-    copy_into(trace.labels[it], labels)  # (copies as loops: fedcore.kernels.arrays)
-    copy_into(trace.lower[it], lower)
-    copy_into(trace.distances[it], distances)
+    n = labels.shape[0]  # (copies as loops: fedcore.kernels.arrays)
+    copy_into(trace.labels[it], labels, n)
+    copy_into(trace.lower[it], lower, n)
+    copy_into(trace.distances[it], distances, n)
     for j in range(centers.shape[0]):
-        copy_into(trace.centers[it, j], centers[j])
+        copy_into(trace.centers[it, j], centers[j], centers.shape[1])
     trace.moved[it] = moved
     return trace
 
@@ -1111,8 +1112,10 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     """The compiled loop of :func:`lloyd_core`; returns ``(inertia, n_iter, trace)``. OUT
     ``center_sums`` (k, d), ``weight_sums`` (k,): scratch, the M-step totals of the last E-step.
     ``trace`` and ``prior`` may be None: Numba then compiles a loop without the record or the
-    replay (a smaller, faster-compiling specialisation). ``direct_rows``: the screen may read
-    float32 rows from X as they are (see :func:`uses_direct`).
+    replay (a smaller, faster-compiling specialisation); :func:`lloyd_core` passes a prior of no
+    E-steps whenever it records, so that recorded runs share one specialisation.
+    ``direct_rows``: the screen may read float32 rows from X as they are (see
+    :func:`uses_direct`).
 
     Each E-step runs a ``prange`` over a wave of chunks (bounded, screened E-step and M-step
     partials of each chunk, ``_SPAN_BYTES`` of rows at a time, the sums in row order), then
