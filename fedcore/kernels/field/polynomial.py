@@ -86,7 +86,7 @@ def karatsuba_workspace(n):
     return total
 
 
-@njit
+@njit(inline="always")  # (mul_equal is its only caller: compiled once, inside it)
 def _karatsuba(ws, ao, bo, n, oo, wo, square, ctx):
     """ws[oo : oo + 2n - 1] = ws[ao : ao + n] * ws[bo : bo + n], scratch from ws[wo:].
 

@@ -330,7 +330,7 @@ def find_roots(f, out, seed, p):
     return _split_roots(h, d, out, n_roots, seed, ctx, SPLIT_ORDER_LIMIT)
 
 
-@njit
+@njit(inline="always")  # (find_roots is its only caller: compiled once, inside it)
 def _split_roots(h, d, out, n_roots, seed, ctx, limit):
     """``find_roots`` for the monic h of degree d >= 2 without the root 0 (roots after
     ``out[:n_roots]``); ``limit`` bounds the split order of factors of degree >= 64."""
