@@ -81,7 +81,7 @@ def series_inverse(g, n, out, p):
     series_inverse_into(g, n, out, field_context(p))
 
 
-@njit
+@njit(inline="always")  # (powmod_into is its only caller: compiled once, inside it)
 def modulus_inverse(h, d, hinv, ctx):
     """hinv[:d-1] = rev(h)**-1 mod x**(d-1) for the monic h of degree d (for ``mulmod_poly``)."""
     if d < NEWTON_THRESHOLD:
