@@ -289,26 +289,29 @@ def test_kmeans_fit_same_bits_one_and_two_threads():
 
 def test_recorded_runs_share_one_compiled_loop():
     # A run recorded without a prior replays a prior of no E-steps, so recorded and replayed runs
-    # compile one variant of the loop (two cost 2.4 s of a first start), and that prior changes
-    # nothing: the same trace as a replay of it.
+    # compile one variant of the loop (two cost 2.4 s of a first start). That prior changes
+    # nothing: the compiled run records what the loop without a prior records, run here as
+    # Python over the compiled steps (py_func compiles no variant of the loop).
     from fedcore.kernels.kmeans import lloyd
-    from fedcore.kernels.kmeans.lloyd_replay import LloydPrior, LloydTrace
     rng = np.random.default_rng(3)
-    X = rng.random((300, 3))
-    w = np.ones(300)
+    n, d, k = 300, 3, 4
+    X = rng.random((n, d))
+    w = np.ones(n)
+    assert lloyd.make_screen(d, k) is None  # (no screen at this shape: nothing else to pass)
     runs = []
-    for prior in (None, "empty"):
-        if prior == "empty":
-            prior = LloydPrior(np.empty(0), LloydTrace(np.empty((0, 0), dtype=np.int64),
-                                                       np.empty((0, 0)), np.empty((0, 0)),
-                                                       np.empty((0, 4, 3)),
-                                                       np.empty(0, dtype=np.bool_)),
-                               np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
-        c = X[:4].copy()
-        labels, dist = np.empty(300, dtype=np.int64), np.empty(300)
-        runs.append(lloyd.lloyd_core(X, w, c, 20, 0.0, 1e-9, labels, dist, record=True,
-                                     prior=prior)[2])
-    for a, b in zip(*runs):
+    for compiled in (True, False):
+        c = X[:k].copy()
+        labels, dist = np.empty(n, dtype=np.int64), np.empty(n)
+        if compiled:
+            _, n_iter, trace = lloyd.lloyd_core(X, w, c, 20, 0.0, 1e-9, labels, dist,
+                                                record=True)
+        else:
+            _, n_iter, trace = lloyd._lloyd_loop.py_func(
+                X, w, c, 20, 0.0, 1e-9, labels, dist, np.empty((k, d)), np.empty(k),
+                lloyd._wave_size(n, k, d), False, None, lloyd._empty_trace(n, k, d, 8), None)
+        runs.append((n_iter, c, labels, dist) + tuple(trace))
+    assert runs[0][0] == runs[1][0] > 2
+    for a, b in zip(runs[0][1:], runs[1][1:]):
         _assert_same_bits(a, b)
     for sig in lloyd._lloyd_loop.serial.signatures:  # (trace, prior) are the last two
         assert not (isinstance(sig[-2], numba.types.BaseTuple) and sig[-1] == numba.types.none)
