@@ -1,14 +1,21 @@
-"""Array copies inside kernels, as element loops.
+"""Array copies inside kernels, as element loops, and a read-ahead of rows.
 
 A slice assignment between arrays (``out[:n] = a[:n]``, ``out[:, :] = a.T``) compiles Numba's
 shape-mismatch message, string formatting included (2.2 s of ``fedcore run``'s first start, 2.3 s
 of the first float32 fit), and ``np.ascontiguousarray(a.T)`` a copy routine for every layout.
 Kernels copy with these loops instead; they are inlined, so each copy is a plain loop that LLVM
 vectorizes.
+
+:func:`read_rows` reads a run of rows into the caches before a kernel reads some of them in an
+order the hardware prefetcher cannot follow (Lloyd's bounded E-steps, see
+:data:`fedcore.kernels.kmeans.lloyd.READ_AHEAD_MIN_BYTES`).
 """
 from .jit import njit
 
-__all__ = ["copy_into", "transpose_into"]
+__all__ = ["copy_into", "transpose_into", "read_rows"]
+
+# Bytes of one cache line (x86-64 and most ARM cores): read_rows reads one element per line.
+_LINE = 64
 
 
 @njit(inline="always")
@@ -28,3 +35,25 @@ def transpose_into(a, out):
     for i in range(a.shape[0]):
         for j in range(a.shape[1]):
             out[j, i] = a[i, j]
+
+
+@njit(inline="always")
+def read_rows(X, lo, hi, sink):
+    """Read rows ``lo:hi`` of the 2-D ``X`` into the CPU's caches, in order, one element per cache
+    line of each row (every ``64 / itemsize``-th and the last), so that a kernel which then reads
+    some of the rows in an order the hardware prefetcher cannot follow finds them in cache. OUT
+    ``sink[0]``: the sum of the elements read, stored only so that the reads are kept (unchanged
+    when no row is read).
+
+    These are loads, not prefetch hints: hints for a whole run of rows at once were measured to
+    recover a fifth of the gain (Lloyd, uniform 1e5 x 50 float64, k = 10: 1.04x against 1.20x)."""
+    d = X.shape[1]
+    if lo >= hi or d == 0:
+        return
+    step = max(1, _LINE // X.itemsize)
+    acc = 0.0
+    for i in range(lo, hi):
+        for f in range(0, d - 1, step):
+            acc += X[i, f]
+        acc += X[i, d - 1]
+    sink[0] = acc

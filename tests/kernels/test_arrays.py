@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from fedcore.kernels.arrays import copy_into, transpose_into
+from fedcore.kernels.arrays import copy_into, read_rows, transpose_into
+from fedcore.kernels.jit import njit
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.float64, np.float32])
@@ -35,3 +36,44 @@ def test_transpose_into():
     out = np.empty((4, 3))
     transpose_into(a, out)
     np.testing.assert_array_equal(out, a.T)
+
+
+@njit
+def _read(X, lo, hi, sink):
+    read_rows(X, lo, hi, sink)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d", [1, 2, 7, 8, 15, 16, 17, 50, 64, 200])
+def test_read_rows_reads_a_cell_of_every_cache_line(dtype, d):
+    # Probe which cells of a row are read: a row holding 1 at one cell and 0 elsewhere sums to 1
+    # exactly when that cell is read. Every 64-byte line a row touches, wherever the row starts
+    # (at any multiple of the item size), must hold a read cell.
+    X = np.eye(d, dtype=dtype)
+    read = np.zeros(d, dtype=bool)
+    sink = np.zeros(1)
+    for f in range(d):
+        sink[0] = -1.0
+        _read(X, f, f + 1, sink)
+        assert sink[0] in (0.0, 1.0)
+        read[f] = sink[0] == 1.0
+    size = np.dtype(dtype).itemsize
+    for start in range(0, 64, size):  # the row's first byte within its first line
+        lines = {}
+        for f in range(d):
+            lines.setdefault((start + f * size) // 64, []).append(f)
+        for line, cells in lines.items():
+            assert read[cells].any(), (start, line, cells)
+
+
+def test_read_rows_sums_what_it_reads_and_leaves_the_sink_on_no_rows():
+    X = np.arange(40.0).reshape(4, 10)[:, ::-1]  # a strided view: the same cells by index
+    sink = np.zeros(1)
+    _read(X, 1, 3, sink)
+    # float64, 8 per line: cells 0 and 8 and the last (9) of rows 1 and 2
+    assert sink[0] == sum(X[i, f] for i in (1, 2) for f in (0, 8, 9))
+    sink[0] = 5.0
+    _read(X, 2, 2, sink)
+    assert sink[0] == 5.0
+    _read(np.empty((3, 0)), 0, 3, sink)
+    assert sink[0] == 5.0
