@@ -625,13 +625,16 @@ def test_lazy_estep_relocates_by_exact_distances_among_ties():
     assert late >= 4
 
 
-def test_screen_in_big_blocks_equals_the_plain_scan():
-    # k d = 2^18: the screen takes BIG_BLOCK_ROWS rows per product.
-    from fedcore.kernels.kmeans.lloyd import BIG_BLOCK_ROWS, BIG_BLOCK_WORK, lloyd_run
-    k = d = 512
-    assert k * d >= BIG_BLOCK_WORK
+@pytest.mark.parametrize("k, d, dtype", [(512, 512, np.float32), (40, 20, np.float64),
+                                         (40, 600, np.float32)])
+def test_screen_in_bigger_blocks_equals_the_plain_scan(k, d, dtype):
+    # k d = 2^18: the screen takes BIG_BLOCK_ROWS rows per product; from MID_BLOCK_MIN_CLUSTERS
+    # centers, MID_BLOCK_ROWS (shifted rows, and float32 rows read directly).
+    from fedcore.kernels.kmeans.lloyd import BLOCK_ROWS, _screen_rows, lloyd_run
+    rows = _screen_rows(k, d)
+    assert rows > BLOCK_ROWS
     rng = np.random.default_rng(5)
-    X = rng.random((3 * BIG_BLOCK_ROWS + 7, d), dtype=np.float32)
+    X = rng.random((3 * rows + 7, d)).astype(dtype)
     w = np.ones(X.shape[0])
     runs = []
     for screen in (True, False):

@@ -13,12 +13,12 @@ which distances need computing, never their values:
   distance first, then a tighter one (:func:`_own_upper`, the sum in any order raised by its
   rounding bound), and skip the exact distance where the bounds, or the screen, prove the label.
 * **Screening** (:class:`Screen`): the rows that remain are gathered into blocks of
-  ``BLOCK_ROWS`` (``BIG_BLOCK_ROWS`` for large k d), shifted by the mean of the centers and
-  multiplied by the centers with one BLAS product (float32 ``sgemm`` by default).
-  ``|x|^2 - 2 x.c + |c|^2`` is within a rigorous rounding bound of the exact kernel's distance
-  (see :func:`screen_eps`); only centers whose interval can reach the smallest upper bound get
-  their exact distance, and every exact minimum is among them,
-  so the label (lowest index on ties) and its distance are the exact scan's, bit for bit.
+  ``BLOCK_ROWS`` (``MID_BLOCK_ROWS`` or ``BIG_BLOCK_ROWS`` for more centers), shifted by the mean
+  of the centers and multiplied by the centers with one BLAS product (float32 ``sgemm`` by
+  default). ``|x|^2 - 2 x.c + |c|^2`` is within a rigorous rounding bound of the exact kernel's
+  distance (see :func:`screen_eps`); only centers whose interval can reach the smallest upper
+  bound get their exact distance, and every exact minimum is among them, so the label (lowest
+  index on ties) and its distance are the exact scan's, bit for bit.
   Wide float32 rows (``DIRECT_MIN_FEATURES``) are not shifted: the product reads them from X as
   they are, their norms taken once per run, under the bound of :func:`direct_eps`.
 
@@ -54,6 +54,15 @@ BLOCK_ROWS = 128
 # 2e4 x 784, k = 1000: 1.1-1.3x faster; at k x d = 5e4 and 8e4 within noise).
 BIG_BLOCK_ROWS = 512
 BIG_BLOCK_WORK = 1 << 18
+# Rows per product from this many centers (below BIG_BLOCK_WORK): packing the centers costs about
+# as much as packing the rows there, so twice the rows halve its share. lloyd_run, 10 iterations,
+# uniform float32 1e5 rows against BLOCK_ROWS (3 alternating runs; k = 100 and 1000: 2 rounds of
+# a sweep): d = 784, k = 32, 48 and 100: 1.11x, 1.13x and 1.15x; d = 50, k = 48 and 64: 1.09x
+# and 1.07x; d = 10 and 2, k = 100: 1.15x and 1.15x; 5e4 x 50, k = 1000: 1.08x; d = 50, k = 32:
+# 1.01x. Fewer centers gain nothing: d = 784, k = 16: 0.98x; d = 50, k = 20 and d = 128, k = 24:
+# within noise. 512 rows gained less than 256 at k = 100 (d = 784: 1.10x; d = 50 float64: 0.97x).
+MID_BLOCK_ROWS = 256
+MID_BLOCK_MIN_CLUSTERS = 32
 # Screen with BLAS from this many centers and features x centers; below, the exact scan
 # (vectorized over rows) is as fast (measured from d = 2 to 50, k = 10 to 1000).
 SCREEN_MIN_WORK = 160
@@ -602,7 +611,9 @@ def _scan_block(X, rows, centers_t, block_t, nearest, labels, lower, distances):
 @njit(inline="always")
 def _screen_rows(k, d):
     """Rows per screen product for k centers of d features."""
-    return BIG_BLOCK_ROWS if k * d >= BIG_BLOCK_WORK else BLOCK_ROWS
+    if k * d >= BIG_BLOCK_WORK:
+        return BIG_BLOCK_ROWS
+    return MID_BLOCK_ROWS if k >= MID_BLOCK_MIN_CLUSTERS else BLOCK_ROWS
 
 
 @njit
