@@ -626,13 +626,15 @@ def test_lazy_estep_relocates_by_exact_distances_among_ties():
 
 
 @pytest.mark.parametrize("k, d, dtype", [(512, 512, np.float32), (40, 20, np.float64),
-                                         (40, 600, np.float32)])
-def test_screen_in_bigger_blocks_equals_the_plain_scan(k, d, dtype):
+                                         (40, 600, np.float32), (10, 600, np.float32),
+                                         (24, 784, np.float32)])
+def test_screen_in_other_blocks_equals_the_plain_scan(k, d, dtype):
     # k d = 2^18: the screen takes BIG_BLOCK_ROWS rows per product; from MID_BLOCK_MIN_CLUSTERS
-    # centers, MID_BLOCK_ROWS (shifted rows, and float32 rows read directly).
-    from fedcore.kernels.kmeans.lloyd import BLOCK_ROWS, _screen_rows, lloyd_run
-    rows = _screen_rows(k, d)
-    assert rows > BLOCK_ROWS
+    # centers, MID_BLOCK_ROWS (shifted rows, and float32 rows read directly); fewer centers of
+    # float32 rows read directly, fewer rows than BLOCK_ROWS.
+    from fedcore.kernels.kmeans.lloyd import BLOCK_ROWS, _screen_rows, lloyd_run, uses_direct
+    rows = _screen_rows(k, d, uses_direct(d) and dtype == np.float32)
+    assert rows != BLOCK_ROWS
     rng = np.random.default_rng(5)
     X = rng.random((3 * rows + 7, d)).astype(dtype)
     w = np.ones(X.shape[0])

@@ -63,6 +63,18 @@ BIG_BLOCK_WORK = 1 << 18
 # within noise. 512 rows gained less than 256 at k = 100 (d = 784: 1.10x; d = 50 float64: 0.97x).
 MID_BLOCK_ROWS = 256
 MID_BLOCK_MIN_CLUSTERS = 32
+# Rows per product read directly from X (float32, fewer than MID_BLOCK_MIN_CLUSTERS centers): as
+# many as keep the product within OpenBLAS's small-matrix rule for AVX-512 cores (k width <= 1200
+# entries and k width d <= 1e6, kernel/x86_64/sgemm_small_kernel_permit_skylakex.c), where it
+# multiplies without packing the rows (a block of 128 rows spent 1.5 times the multiply's time
+# packing them: uniform 1e5 x 784, k = 10). Where that leaves fewer than _SMALL_MIN_ROWS rows,
+# BLOCK_ROWS. lloyd_run, 10 iterations, float32, 3 alternating runs against BLOCK_ROWS: uniform
+# 1e5 x 784, k = 10, 12, 16, 24: 1.34x, 1.20x, 1.10x, 1.05x; 1e5 x 512, k = 10: 1.41x; 5e4 x
+# 2000, k = 10 and 5e4 x 1024, k = 20: 1.33x and 1.31x; blobs 1e5 x 784, k = 10 and 24: 0.99x,
+# 1.05x (few rows screened). Elsewhere (other BLAS, other cores) the blocks are just smaller.
+_SMALL_ENTRIES = 1200
+_SMALL_WORK = 10 ** 6
+_SMALL_MIN_ROWS = 32
 # Screen with BLAS from this many centers and features x centers; below, the exact scan
 # (vectorized over rows) is as fast (measured from d = 2 to 50, k = 10 to 1000).
 SCREEN_MIN_WORK = 160
@@ -609,11 +621,18 @@ def _scan_block(X, rows, centers_t, block_t, nearest, labels, lower, distances):
 
 
 @njit(inline="always")
-def _screen_rows(k, d):
-    """Rows per screen product for k centers of d features."""
+def _screen_rows(k, d, direct=False):
+    """Rows per screen product for k centers of d features (``direct``: rows read from X)."""
     if k * d >= BIG_BLOCK_WORK:
         return BIG_BLOCK_ROWS
-    return MID_BLOCK_ROWS if k >= MID_BLOCK_MIN_CLUSTERS else BLOCK_ROWS
+    if k >= MID_BLOCK_MIN_CLUSTERS:
+        return MID_BLOCK_ROWS
+    if direct:  # (a block read directly spans up to 1/_DIRECT_GAPS more rows than it holds)
+        width = min(_SMALL_ENTRIES // k, _SMALL_WORK // (k * d))
+        rows = width * _DIRECT_GAPS // (_DIRECT_GAPS + 1)
+        if rows >= _SMALL_MIN_ROWS:
+            return rows
+    return BLOCK_ROWS
 
 
 @njit
@@ -708,7 +727,7 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
     m += failed
     if screen is not None:
         dtype = screen.shifted.dtype
-        rb = _screen_rows(centers.shape[0], X.shape[1])
+        rb = _screen_rows(centers.shape[0], X.shape[1], direct)
         cols = rb + rb // _DIRECT_GAPS  # a block read directly may span gaps
         scratch = ScreenScratch(np.empty(cols), np.empty(cols, dtype=dtype), np.empty(rb),
                                 np.empty(cols, dtype=dtype), np.empty(cols, dtype=dtype),
