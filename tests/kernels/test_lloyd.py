@@ -627,11 +627,11 @@ def test_lazy_estep_relocates_by_exact_distances_among_ties():
 
 @pytest.mark.parametrize("k, d, dtype", [(512, 512, np.float32), (40, 20, np.float64),
                                          (40, 600, np.float32), (10, 600, np.float32),
-                                         (24, 784, np.float32)])
+                                         (24, 784, np.float32), (10, 784, np.float64)])
 def test_screen_in_other_blocks_equals_the_plain_scan(k, d, dtype):
     # k d = 2^18: the screen takes BIG_BLOCK_ROWS rows per product; from MID_BLOCK_MIN_CLUSTERS
     # centers, MID_BLOCK_ROWS (shifted rows, and float32 rows read directly); fewer centers of
-    # float32 rows read directly, fewer rows than BLOCK_ROWS.
+    # float32 rows read directly, and wide rows multiplied rows first, fewer than BLOCK_ROWS.
     from fedcore.kernels.kmeans.lloyd import BLOCK_ROWS, _screen_rows, lloyd_run, uses_direct
     rows = _screen_rows(k, d, uses_direct(d) and dtype == np.float32)
     assert rows != BLOCK_ROWS

@@ -71,7 +71,11 @@ MID_BLOCK_MIN_CLUSTERS = 32
 # BLOCK_ROWS. lloyd_run, 10 iterations, float32, 3 alternating runs against BLOCK_ROWS: uniform
 # 1e5 x 784, k = 10, 12, 16, 24: 1.34x, 1.20x, 1.10x, 1.05x; 1e5 x 512, k = 10: 1.41x; 5e4 x
 # 2000, k = 10 and 5e4 x 1024, k = 20: 1.33x and 1.31x; blobs 1e5 x 784, k = 10 and 24: 0.99x,
-# 1.05x (few rows screened). Elsewhere (other BLAS, other cores) the blocks are just smaller.
+# 1.05x (few rows screened). Products taken rows first (:func:`_rows_first`) fall under the rule
+# while k rows d <= 1e6: their blocks have at most BLOCK_ROWS and at most that many rows
+# (uniform 1e5 x 784 float64, k = 10, 127 rows: 1.13x; 1e5 x 384 float32, k = 24: 1.13x; 1e5
+# x 500 float64, k = 20: 1.09x; x 784, k = 16: within noise; blobs within noise). Elsewhere
+# (other BLAS libraries, other cores) the blocks are just smaller.
 _SMALL_ENTRIES = 1200
 _SMALL_WORK = 10 ** 6
 _SMALL_MIN_ROWS = 32
@@ -630,6 +634,10 @@ def _screen_rows(k, d, direct=False):
     if direct:  # (a block read directly spans up to 1/_DIRECT_GAPS more rows than it holds)
         width = min(_SMALL_ENTRIES // k, _SMALL_WORK // (k * d))
         rows = width * _DIRECT_GAPS // (_DIRECT_GAPS + 1)
+        if rows >= _SMALL_MIN_ROWS:
+            return rows
+    if _rows_first(k, d):  # (its product is not transposed: no limit on k width)
+        rows = min(BLOCK_ROWS, _SMALL_WORK // (k * d))
         if rows >= _SMALL_MIN_ROWS:
             return rows
     return BLOCK_ROWS
