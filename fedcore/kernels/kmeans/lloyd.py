@@ -71,8 +71,8 @@ MID_BLOCK_MIN_CLUSTERS = 32
 # BLOCK_ROWS. lloyd_run, 10 iterations, float32, 3 alternating runs against BLOCK_ROWS: uniform
 # 1e5 x 784, k = 10, 12, 16, 24: 1.34x, 1.20x, 1.10x, 1.05x; 1e5 x 512, k = 10: 1.41x; 5e4 x
 # 2000, k = 10 and 5e4 x 1024, k = 20: 1.33x and 1.31x; blobs 1e5 x 784, k = 10 and 24: 0.99x,
-# 1.05x (few rows screened). Products taken rows first (:func:`_rows_first`) fall under the rule
-# while k rows d <= 1e6: their blocks have at most BLOCK_ROWS and at most that many rows
+# 1.05x (few rows screened). Products taken rows first (:func:`_rows_first`, not transposed:
+# only the k x rows x d <= 1e6 half of the rule applies) take min(BLOCK_ROWS, 1e6 // (k d)) rows
 # (uniform 1e5 x 784 float64, k = 10, 127 rows: 1.13x; 1e5 x 384 float32, k = 24: 1.13x; 1e5
 # x 500 float64, k = 20: 1.09x; x 784, k = 16: within noise; blobs within noise). Elsewhere
 # (other BLAS libraries, other cores) the blocks are just smaller.
@@ -636,7 +636,7 @@ def _screen_rows(k, d, direct=False):
         rows = width * _DIRECT_GAPS // (_DIRECT_GAPS + 1)
         if rows >= _SMALL_MIN_ROWS:
             return rows
-    if _rows_first(k, d):  # (its product is not transposed: no limit on k width)
+    if _rows_first(k, d):  # (not transposed: only the k x rows x d half of the rule)
         rows = min(BLOCK_ROWS, _SMALL_WORK // (k * d))
         if rows >= _SMALL_MIN_ROWS:
             return rows
