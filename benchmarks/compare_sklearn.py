@@ -55,8 +55,9 @@ QUICK = [  # (section, data, n, d, k, dtype): the rows most sensitive to kernel 
     ("seeding", "normal", 100_000, 50, 100, "float64"),  # vanilla and greedy
 ]
 MAX_BYTES = 4e9
-ENV = ["OMP_WAIT_POLICY", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-       "NUMBA_NUM_THREADS", "NUMBA_THREADING_LAYER", "FEDCORE_CHUNK_SIZE", "FEDCORE_NUMBA_CACHE"]
+ENV = ["OMP_WAIT_POLICY", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE",
+       "OPENBLAS_L2_SIZE", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS", "NUMBA_THREADING_LAYER",
+       "FEDCORE_CHUNK_SIZE", "FEDCORE_NUMBA_CACHE"]
 KEYS = ["data", "n", "d", "k", "dtype"]
 LLOYD = [("fedcore_ms", 10, ".1f"), ("iter", 4, "d"), ("gflops", 6, ".1f"), ("pct_gemm", 8, ".0f"),
          ("sklearn_ms", 10, ".1f"), ("vs_sklearn", 10, ".2f"), ("faiss_ms", 8, ".1f"),
@@ -194,10 +195,19 @@ def describe_machine(args):
     env = [f"{name}={os.environ[name]}" for name in ENV if name in os.environ]
     if env:
         print("environment: " + " ".join(env))
+    if "OPENBLAS_CORETYPE" in os.environ:
+        print("warning: OPENBLAS_CORETYPE forces the kernels of every OpenBLAS below (numpy's, "
+              "scikit-learn's, faiss's and fedcore's screen's); the ratios hold for those kernels "
+              "only. Unset it, with OPENBLAS_L2_SIZE, to time the kernels each library detects")
     for lib in threadpool_info():
         print(f"  {lib['user_api']}: {lib['internal_api']} {lib.get('version') or ''} "
               f"{lib.get('architecture', '')} {lib['num_threads']} threads "
               f"({os.path.basename(lib['filepath'])})")
+    kernels = {lib["architecture"] for lib in threadpool_info() if lib.get("architecture")}
+    if len(kernels) > 1:
+        print(f"warning: the BLAS libraries run different kernels ({', '.join(sorted(kernels))}): "
+              "an older OpenBLAS (faiss-cpu bundles its own) may not know this CPU and fall back "
+              "to an older core's kernels, which slows that library's column")
     print(f"numpy {args.gemm_size}^3 matmul (reference limit): " +
           ", ".join(f"{dtype} {rate:.1f} GFLOP/s" for dtype, rate in args.gemm.items()),
           flush=True)
