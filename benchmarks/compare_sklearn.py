@@ -199,11 +199,12 @@ def describe_machine(args):
         print("warning: OPENBLAS_CORETYPE forces the kernels of every OpenBLAS below (numpy's, "
               "scikit-learn's, faiss's and fedcore's screen's); the ratios hold for those kernels "
               "only. Unset it, with OPENBLAS_L2_SIZE, to time the kernels each library detects")
-    for lib in threadpool_info():
+    libs = threadpool_info()
+    for lib in libs:
         print(f"  {lib['user_api']}: {lib['internal_api']} {lib.get('version') or ''} "
               f"{lib.get('architecture', '')} {lib['num_threads']} threads "
               f"({os.path.basename(lib['filepath'])})")
-    kernels = {lib["architecture"] for lib in threadpool_info() if lib.get("architecture")}
+    kernels = {lib["architecture"] for lib in libs if lib.get("architecture")}
     if len(kernels) > 1:
         print(f"warning: the BLAS libraries run different kernels ({', '.join(sorted(kernels))}): "
               "an older OpenBLAS (faiss-cpu bundles its own) may not know this CPU and fall back "
