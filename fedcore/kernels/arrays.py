@@ -8,11 +8,18 @@ vectorizes.
 
 :func:`read_rows` reads a run of rows into the caches before a kernel reads some of them in an
 order the hardware prefetcher cannot follow (Lloyd's bounded E-steps, see
-:data:`fedcore.kernels.kmeans.lloyd.READ_AHEAD_MIN_BYTES`).
+:data:`fedcore.kernels.kmeans.lloyd.READ_AHEAD_MIN_BYTES`); :func:`prefetch` asks for one cache
+line without waiting for it (greedy seeding's pass, see
+:func:`fedcore.kernels.kmeans.seeding.hints_pay`).
 """
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
 from .jit import njit
 
-__all__ = ["copy_into", "transpose_into", "read_rows"]
+__all__ = ["copy_into", "transpose_into", "read_rows", "prefetch"]
 
 # Bytes of one cache line (x86-64 and most ARM cores): read_rows reads one element per line.
 _LINE = 64
@@ -57,3 +64,24 @@ def read_rows(X, lo, hi, sink):
             acc += X[i, f]
         acc += X[i, d - 1]
     sink[0] = acc
+
+
+@intrinsic
+def prefetch(typingctx, a, index):
+    """Hint to the CPU that element ``index`` of the contiguous array ``a`` (flat, in elements
+    from its first) will be read soon: LLVM's ``llvm.prefetch`` (a read, locality 2: into the
+    second-level cache and beyond on x86-64). A hint only: it never faults, whatever the
+    address, and changes no value."""
+    if not isinstance(a, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        address = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        hint = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [address.type, i32, i32, i32]),
+            "llvm.prefetch.p0")
+        builder.call(hint, [address, i32(0), i32(2), i32(1)])
+        return context.get_dummy_value()
+    return types.void(a, types.intp), codegen

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from fedcore.kernels.arrays import copy_into, read_rows, transpose_into
+from fedcore.kernels.arrays import copy_into, prefetch, read_rows, transpose_into
 from fedcore.kernels.jit import njit
 
 
@@ -77,3 +77,28 @@ def test_read_rows_sums_what_it_reads_and_leaves_the_sink_on_no_rows():
     assert sink[0] == 5.0
     _read(np.empty((3, 0)), 0, 3, sink)
     assert sink[0] == 5.0
+
+
+
+@njit
+def _row_sum(a, reach, hints):
+    """Sum of ``a`` (2-D) in order; with ``hints``, a prefetch ``reach`` elements (flat) ahead of
+    each element read."""
+    acc = 0.0
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            if hints:
+                prefetch(a, i * a.shape[1] + j + reach)
+            acc += a[i, j]
+    return acc
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_prefetch_is_a_hint_only(dtype):
+    """A hint changes no value and never faults, inside the array or far past either end (the
+    greedy pass asks for the lines of the tile after the last one)."""
+    a = np.random.default_rng(0).random((37, 11)).astype(dtype)
+    plain = _row_sum(a, 0, False)
+    assert plain == pytest.approx(float(np.sum(a, dtype=np.float64)), rel=1e-12)
+    for reach in (0, 16, a.size, 1 << 20, -(1 << 20)):
+        assert _row_sum(a, reach, True) == plain  # the same bits

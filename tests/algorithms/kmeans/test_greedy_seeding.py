@@ -25,7 +25,7 @@ from fedcore.kernels.parallel import PARALLEL_MIN_CHUNKS
 from fedcore.algorithms.kmeans.seeding import (seed_from_uniforms, _kmeans_plusplus_greedy,
                                          seed_lazy, check_n_local_trials)
 from fedcore.kernels.kmeans.seeding import (candidate_potentials, center_gaps, d2_update,
-                                            greedy_pass, min_gaps, n_chunks, tiled)
+                                            greedy_pass, hints_pay, min_gaps, n_chunks, tiled)
 from tests.reference.greedy_seeding_reference import (candidate_potential_reference,
                                                       exact_greedy_kmeanspp_distribution,
                                                       greedy_kmeanspp_reference)
@@ -143,13 +143,15 @@ def test_candidate_potentials_serial_parallel_and_reference_across_chunks():
     np.testing.assert_array_equal(_bits(runs[0][1]), _bits(expected))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_greedy_pass_serial_parallel_and_candidate_potentials_across_chunks(dtype):
+@pytest.mark.parametrize("dtype,rows", [(np.float32, 2 * CHUNK + 77), (np.float64, 2 * CHUNK + 77),
+                                        (np.float64, 57_421)])
+def test_greedy_pass_serial_parallel_and_candidate_potentials_across_chunks(dtype, rows):
     """The fused pass (pending center applied, then candidates) equals the plain kernels:
     labels and D^2 as d2_update leaves them, partials and potentials as candidate_potentials
-    computes them, bit for bit, serial and parallel alike."""
+    computes them, bit for bit, serial and parallel alike; the last case is large enough for
+    the pass to ask for each next tile's lines (hints_pay), the others are not."""
     rng = np.random.default_rng(5)
-    n, d = 2 * CHUNK + 77, 37
+    n, d = rows, 37
     X = ((rng.normal(size=(6, d)) * 3)[rng.integers(0, 6, size=n)]
          + rng.normal(size=(n, d))).astype(dtype)
     w = rng.integers(0, 3, size=n).astype(np.float64)
@@ -165,6 +167,7 @@ def test_greedy_pass_serial_parallel_and_candidate_potentials_across_chunks(dtyp
     partials_ref, out_ref = _potentials(candidate_potentials, X, w, all_centers, labels_ref,
                                         mind_ref, candidates)
     tiles = tiled(X)
+    assert hints_pay(tiles) == (rows == 57_421)
     for kernel in (greedy_pass.serial, greedy_pass.parallel):
         lab, mnd = labels.copy(), mind.copy()
         dists, closer = np.empty((4, n)), np.zeros((4, n), dtype=bool)
