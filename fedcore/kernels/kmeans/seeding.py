@@ -39,22 +39,25 @@ _TILE_BY_ROW_BYTES = 1 << 15
 # While the greedy pass sums a tile's potentials (scalar code, bound by the sums' latency) it
 # asks for the next tile's lines, one hint per row and candidate, so that reading the next tile
 # from memory overlaps this one's arithmetic (see hints_pay). Greedy seeding against no hints,
-# 5 alternating runs of 7 calls, medians: float64 1e5 x 50, k = 10: 1.19-1.36x (normal and
-# uniform data, four rounds); 1e5 x 784, k = 10: 1.08-1.31x; 1e5 x 50, k = 100: 1.26-1.34x;
-# 1e5 x 32, k = 10: 1.28-1.36x; 4e4 x 50 and 2e4 x 100 (16 MB of tiles): 1.02-1.23x and
-# 1.11-1.17x (best and median call). They did not pay where the pass does not stream from
-# memory: tiles that fit in the caches (5e3 x 100 float64: 0.85x), float32 tiles (half the bytes
-# for the same float64 arithmetic; 1e5 x 50: 0.87-0.90x, 1e5 x 784: 0.91-1.06x) and short rows,
-# where the per-row bookkeeping outweighs the stream (1e5 x 10 float64: 0.94-0.98x).
+# 3 to 5 alternating runs of 7 calls, medians: float64 1e5 x 50, k = 10: 1.17-1.45x (normal and
+# uniform data, six rounds); 1e5 x 50, k = 100: 1.26-1.35x; 1e5 x 32, k = 10: 1.28-1.36x; 4e4 x
+# 50 and 2e4 x 100 (16 MB of tiles): 1.02-1.23x and 1.11-1.17x (best and median call). They did
+# not pay where the pass does not stream from memory: tiles that fit in the caches (5e3 x 100
+# float64: 0.85x), float32 tiles (half the bytes for the same float64 arithmetic; 1e5 x 50:
+# 0.87-0.90x, 1e5 x 784: 0.91-1.06x) and short rows, where the per-row bookkeeping outweighs the
+# stream (1e5 x 10 float64: 0.94-0.98x); nor clearly where they cover only the start of the next
+# tile (1e5 x 784 float64, k = 10, 32 of 401 kB: 0.88-1.32x over five rounds).
 _PREFETCH_MIN_ROW_BYTES = 256
 _PREFETCH_MIN_BYTES = 1 << 24
 
 
 @njit(inline="always")
-def hints_pay(tiles):
+def hints_pay(tiles, n_candidates):
     """Whether :func:`greedy_pass` asks for each next tile's lines: float64 tiles of at least
-    ``_PREFETCH_MIN_ROW_BYTES`` per row and ``_PREFETCH_MIN_BYTES`` in all."""
-    return (tiles.itemsize == 8 and tiles.shape[1] * 8 >= _PREFETCH_MIN_ROW_BYTES
+    ``_PREFETCH_MIN_ROW_BYTES`` per row and ``_PREFETCH_MIN_BYTES`` in all, whose rows the hints
+    cover whole (two cache lines per row and candidate: at most 16 features a candidate)."""
+    d = tiles.shape[1]
+    return (tiles.itemsize == 8 and d * 8 >= _PREFETCH_MIN_ROW_BYTES and d <= 16 * n_candidates
             and tiles.size * 8 >= _PREFETCH_MIN_BYTES)
 
 
@@ -485,7 +488,7 @@ def greedy_pass(X, tiles, candidates, gaps, weights, pend, slot, dists, closer, 
     n = X.shape[0]
     L = candidates.shape[0]
     nc = partials.shape[1]
-    hints = hints_pay(tiles)
+    hints = hints_pay(tiles, L)
     for r in prange(nc):
         c = last_chunk_first(r, nc)
         lo, hi = c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)

@@ -167,7 +167,7 @@ def test_greedy_pass_serial_parallel_and_candidate_potentials_across_chunks(dtyp
     partials_ref, out_ref = _potentials(candidate_potentials, X, w, all_centers, labels_ref,
                                         mind_ref, candidates)
     tiles = tiled(X)
-    assert hints_pay(tiles) == (rows == 57_421)
+    assert hints_pay(tiles, 4) == (rows == 57_421)
     for kernel in (greedy_pass.serial, greedy_pass.parallel):
         lab, mnd = labels.copy(), mind.copy()
         dists, closer = np.empty((4, n)), np.zeros((4, n), dtype=bool)
