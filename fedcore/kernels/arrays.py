@@ -19,10 +19,10 @@ from numba.extending import intrinsic
 
 from .jit import njit
 
-__all__ = ["copy_into", "transpose_into", "read_rows", "prefetch"]
+__all__ = ["CACHE_LINE", "copy_into", "transpose_into", "read_rows", "prefetch"]
 
 # Bytes of one cache line (x86-64 and most ARM cores): read_rows reads one element per line.
-_LINE = 64
+CACHE_LINE = 64
 
 
 @njit(inline="always")
@@ -57,7 +57,7 @@ def read_rows(X, lo, hi, sink):
     d = X.shape[1]
     if lo >= hi or d == 0:
         return
-    step = max(1, _LINE // X.itemsize)
+    step = max(1, CACHE_LINE // X.itemsize)
     acc = 0.0
     for i in range(lo, hi):
         for f in range(0, d - 1, step):

@@ -79,7 +79,6 @@ def test_read_rows_sums_what_it_reads_and_leaves_the_sink_on_no_rows():
     assert sink[0] == 5.0
 
 
-
 @njit
 def _row_sum(a, reach, hints):
     """Sum of ``a`` (2-D) in order; with ``hints``, a prefetch ``reach`` elements (flat) ahead of

@@ -17,7 +17,7 @@ import numpy as np
 from numba import prange
 
 from ..._config import CHUNK_SIZE
-from ..arrays import prefetch
+from ..arrays import CACHE_LINE, prefetch
 from ..jit import njit
 from ..parallel import chunked_kernel, last_chunk_first
 
@@ -39,8 +39,8 @@ _TILE_BY_ROW_BYTES = 1 << 15
 # While the greedy pass sums a tile's potentials (scalar code, bound by the sums' latency) it
 # asks for the next tile's lines, one hint per row and candidate, so that reading the next tile
 # from memory overlaps this one's arithmetic (see hints_pay). Greedy seeding against no hints,
-# 3 to 5 alternating runs of 7 calls, medians: float64 1e5 x 50, k = 10: 1.17-1.45x (normal and
-# uniform data, six rounds); 1e5 x 50, k = 100: 1.26-1.35x; 1e5 x 32, k = 10: 1.28-1.36x; 4e4 x
+# 3 to 5 alternating runs of 7 calls, medians: float64 1e5 x 50, k = 10: 1.17-1.46x (normal and
+# uniform data, seven rounds); 1e5 x 50, k = 100: 1.26-1.35x; 1e5 x 32, k = 10: 1.28-1.36x; 4e4 x
 # 50 and 2e4 x 100 (16 MB of tiles): 1.02-1.23x and 1.11-1.17x (best and median call). They did
 # not pay where the pass does not stream from memory: tiles that fit in the caches (5e3 x 100
 # float64: 0.85x), float32 tiles (half the bytes for the same float64 arithmetic; 1e5 x 50:
@@ -514,7 +514,7 @@ def _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, closer, l
     numba.literally(hints)
     d = tiles.shape[1]
     size = d * _BLOCK
-    line = max(1, 128 // tiles.itemsize)  # (elements in two cache lines)
+    line = max(1, 2 * CACHE_LINE // tiles.itemsize)  # (elements in two cache lines)
     L = candidates.shape[0]
     need = np.empty(_BLOCK, dtype=np.bool_)
     acc = np.zeros((L, _BLOCK))
