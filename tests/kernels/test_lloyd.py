@@ -19,8 +19,10 @@ from hypothesis.extra import numpy as hnp
 
 import fedcore
 from fedcore import _config
+from fedcore.kernels.kmeans.distances import LANE_ROWS, nearest_lanes
 from tests.reference.kmeans_reference import (kmeans_lloyd_reference, kmeanspp_reference,
-                                              lloyd_iteration_reference, sq_distance_reference)
+                                              lloyd_iteration_reference,
+                                              sq_distance_matrix_reference, sq_distance_reference)
 
 CHUNK = _config.CHUNK_SIZE
 EPS = np.finfo(np.float64).eps
@@ -571,21 +573,22 @@ def test_direct_product_error_within_its_bound():
 
 
 def _lazy_run_equals_recorded(X, rng, k, max_iter):
-    """Lloyd from k rows of X (two of them equal, so one cluster starts empty), lazy (no record)
-    and recorded (every distance computed): the same bits. Returns whether the recorded run
-    relocated a cluster after its first E-step."""
+    """Lloyd from k rows of X (two of them equal, so one cluster starts empty), lazy (no record;
+    screened, and by the exact scan) and recorded (every distance computed): the same bits.
+    Returns whether the recorded run relocated a cluster after its first E-step."""
     from fedcore.kernels.kmeans.lloyd import lloyd_core
     n = X.shape[0]
     init = X[rng.choice(n, k, replace=False)].copy()
     init[1] = init[0]
     runs = []
-    for record in (False, True):
+    for screen, record in ((True, False), (False, False), (True, True)):
         centers = init.copy()
         labels, dist = np.full(n, -7), np.full(n, np.nan)
         inertia, n_iter, trace = lloyd_core(X, np.ones(n), centers, max_iter, 0.0, 1e-12, labels,
-                                            dist, record=record, screen=True)
+                                            dist, record=record, screen=screen)
         runs.append((centers, labels, dist, inertia, n_iter))
-    _assert_same_runs(*runs)
+    for run in runs[1:]:
+        _assert_same_runs(runs[0], run)
     return bool(trace.moved[1:].any())
 
 
@@ -666,8 +669,9 @@ def test_kmeans_screens_large_problems_with_the_same_result(monkeypatch):
 
     monkeypatch.setattr(lloyd, "make_screen", spy)
     screened = fedcore.KMeans(30, n_init=3, random_state=1).fit(X, sample_weight=w)
-    assert calls and all(calls)  # d = 100, k = 30: above both thresholds
-    monkeypatch.setattr(lloyd, "SCREEN_MIN_WORK", 10**9)
+    assert calls and all(calls)  # d = 100, k = 30: above the thresholds
+    min_clusters = lloyd.SCREEN_MIN_CLUSTERS
+    monkeypatch.setattr(lloyd, "SCREEN_MIN_CLUSTERS", 10**9)
     calls.clear()
     plain = fedcore.KMeans(30, n_init=3, random_state=1).fit(X, sample_weight=w)
     assert calls and not any(calls)
@@ -675,7 +679,7 @@ def test_kmeans_screens_large_problems_with_the_same_result(monkeypatch):
     np.testing.assert_array_equal(screened.labels_, plain.labels_)
     assert screened.inertia_ == plain.inertia_ and screened.n_iter_ == plain.n_iter_
     # Concurrent restarts with BLAS threads not limited, and on one thread.
-    monkeypatch.setattr(lloyd, "SCREEN_MIN_WORK", 160)
+    monkeypatch.setattr(lloyd, "SCREEN_MIN_CLUSTERS", min_clusters)
     monkeypatch.setattr(lloyd, "one_blas_thread", contextlib.nullcontext)
     monkeypatch.setattr(km, "one_blas_thread", contextlib.nullcontext)
     free = fedcore.KMeans(30, n_init=3, random_state=1).fit(X, sample_weight=w)
@@ -706,6 +710,41 @@ def test_own_distances_four_rows_at_a_time_equal_own_distance(dtype, d):
         own_distances(X, rows, centers, which, out)
         expected = np.array([own_distance(X, i, centers, a) for i, a in zip(rows, which)])
         np.testing.assert_array_equal(out.view(np.int64), expected.reshape(m).view(np.int64))
+
+
+@numba.njit
+def _nearest_lanes_all(block_t, centers_t, best, second, arg):
+    for start in range(0, block_t.shape[1], LANE_ROWS):
+        nearest_lanes(block_t, centers_t, start, best, second, arg)
+
+
+@settings(max_examples=80, deadline=None)
+@given(d=st.integers(1, 40), k=st.integers(1, 40), calls=st.integers(1, 4),
+       grid=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_nearest_lanes_equals_the_sequential_reference(d, k, calls, grid, seed):
+    """Each lane's two smallest squared distances are the sequential float64 sums' (the reference
+    matrix), bit for bit, and its label the first center at the smallest; integer grids give exact
+    ties (to the lowest index, and a tied second equal to the smallest), +inf for one center."""
+    rng = np.random.default_rng(seed)
+    m = calls * LANE_ROWS
+    if grid:
+        rows = rng.integers(-2, 3, size=(m, d)).astype(np.float64)
+        centers = rng.integers(-2, 3, size=(k, d)).astype(np.float64)
+    else:
+        scale = 10.0 ** rng.uniform(-150, 150)
+        rows = rng.standard_normal((m, d)) * scale
+        centers = rows[rng.integers(0, m, size=k)] + rng.standard_normal((k, d)) * scale * 1e-3
+    best, second = np.full(m, np.nan), np.full(m, np.nan)
+    arg = np.full(m, -7, dtype=np.int64)
+    _nearest_lanes_all(np.ascontiguousarray(rows.T), np.ascontiguousarray(centers.T), best,
+                       second, arg)
+    dist = sq_distance_matrix_reference(rows, centers)
+    order = np.argsort(dist, axis=1, kind="stable")
+    every = np.arange(m)
+    np.testing.assert_array_equal(arg, order[:, 0])
+    np.testing.assert_array_equal(_bits(best), _bits(dist[every, order[:, 0]]))
+    expected = dist[every, order[:, 1]] if k > 1 else np.full(m, np.inf)
+    np.testing.assert_array_equal(_bits(second), _bits(expected))
 
 
 @pytest.mark.parametrize("k", [1, 2, 5, 8, 13])

@@ -30,6 +30,7 @@ __all__ = [
     "chunk_sums_reference",
     "pick_reference",
     "sq_distance_reference",
+    "sq_distance_matrix_reference",
     "assign_reference",
     "kmeanspp_reference",
     "exact_kmeanspp_distribution",
@@ -119,7 +120,7 @@ def sq_distance_reference(x, c):
     return s
 
 
-def _sq_distance_matrix(X, centers):
+def sq_distance_matrix_reference(X, centers):
     """(n, k) squared distances; feature-by-feature accumulation equals ``sq_distance_reference``.
 
     Element-wise NumPy float64 arithmetic is correctly rounded per element, and adding feature
@@ -137,7 +138,7 @@ def _sq_distance_matrix(X, centers):
 
 def assign_reference(X, centers):
     """Index of the first nearest center (lowest index on ties) and the squared distance to it."""
-    dist = _sq_distance_matrix(X, centers)
+    dist = sq_distance_matrix_reference(X, centers)
     labels = np.argmin(dist, axis=1).astype(np.int64)  # argmin returns the first minimum
     return labels, dist[np.arange(dist.shape[0]), labels]
 
@@ -343,7 +344,8 @@ def kmeans_lloyd_reference(X, weights, init, max_iter, tol):
         labels_old = labels
     if not strict:
         labels, _ = assign_reference(X, centers)
-    inertia = float(np.sum(w * _sq_distance_matrix(X, centers)[np.arange(X.shape[0]), labels]))
+    own = sq_distance_matrix_reference(X, centers)[np.arange(X.shape[0]), labels]
+    inertia = float(np.sum(w * own))
     return centers, labels, inertia, n_iter
 
 

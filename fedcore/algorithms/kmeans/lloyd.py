@@ -167,9 +167,10 @@ class KMeans(BaseEstimator):
     Empty clusters are relocated deterministically: in increasing cluster index, each empty cluster
     takes the positive-weight row farthest from its assigned center (ties: lowest row index).
     Distances are exact sums of squared differences (no expanded form), in float64. Rows whose
-    label the bounds of [Hamerly] prove keep it after one distance; from 8 clusters and
-    d * k >= 160 the others are screened with a float32 BLAS product and a rigorous rounding bound,
-    and exact distances are computed to the few candidates only: same results as the plain scan.
+    label the bounds of [Hamerly] prove keep it, with no distance computed until the last E-step;
+    from 8 clusters, 3 features and d * k >= 384 (or from 24 features) the others are screened
+    with a float32 BLAS product and a rigorous rounding bound, and exact distances are computed to
+    the few candidates only: same results as the plain scan.
 
     Examples
     --------

@@ -10,8 +10,9 @@ which distances need computing, never their values:
   own; a row whose own distance plus a margin is below that bound, or below half the distance from
   its center to the nearest other center, keeps its label after one exact distance. E-steps whose
   distances are not kept (all but the last, unless recorded) test an upper bound on the own
-  distance first, then a tighter one (:func:`_own_upper`, the sum in any order raised by its
-  rounding bound), and skip the exact distance where the bounds, or the screen, prove the label.
+  distance first, then a tighter one (with a screen, :func:`_own_upper`, the sum in any order
+  raised by its rounding bound; without, the exact distance), and skip the exact distance where
+  the bounds, or the screen, prove the label.
 * **Screening** (:class:`Screen`): the rows that remain are gathered into blocks of
   ``BLOCK_ROWS`` (``MID_BLOCK_ROWS`` or ``BIG_BLOCK_ROWS`` for more centers), shifted by the mean
   of the centers and multiplied by the centers with one BLAS product (float32 ``sgemm`` by
@@ -38,7 +39,7 @@ from ..._config import CHUNK_SIZE, NUMBA_CACHE
 from ..arrays import copy_into, read_rows, transpose_into
 from ..jit import njit
 from ..parallel import chunked_kernel, last_chunk_first
-from .distances import own_distance, own_distances
+from .distances import LANE_ROWS, nearest_lanes, own_distance, own_distances
 from .lloyd_replay import (LloydPrior, LloydTrace, center_moves, grow_trace, mark_dirty,
                            prime_bounds, sparse_estep, sparse_sums, top_two)
 
@@ -49,6 +50,8 @@ __all__ = ["Screen", "BLOCK_ROWS", "screen_eps", "direct_eps", "make_screen", "u
 # Rows per BLAS product: small enough that the block and its products stay in cache and that
 # BLAS, held to one thread, runs at its single-core rate.
 BLOCK_ROWS = 128
+# Columns of the exact scan's block: BLOCK_ROWS, rounded up to whole calls of nearest_lanes.
+_SCAN_WIDTH = BLOCK_ROWS + (-BLOCK_ROWS) % LANE_ROWS
 # Rows per product from this many centers x features (1 MB of float32 centers, more than this
 # machine's L2): BLAS packs the centers at every call, so larger blocks amortize it (measured at
 # 2e4 x 784, k = 1000: 1.1-1.3x faster; at k x d = 5e4 and 8e4 within noise).
@@ -79,10 +82,19 @@ MID_BLOCK_MIN_CLUSTERS = 32
 _SMALL_ENTRIES = 1200
 _SMALL_WORK = 10 ** 6
 _SMALL_MIN_ROWS = 32
-# Screen with BLAS from this many centers and features x centers; below, the exact scan
-# (vectorized over rows) is as fast (measured from d = 2 to 50, k = 10 to 1000).
-SCREEN_MIN_WORK = 160
+# Screen with BLAS from this many centers, and from SCREEN_MIN_FEATURES features where features x
+# centers reach SCREEN_MIN_WORK or the rows SCREEN_WIDE_FEATURES; elsewhere the exact scan
+# (nearest_lanes, lazy E-steps) is faster. lloyd_run, 10 iterations, 1e5 uniform and blobs rows
+# (median of 6 calls, screen / exact): d = 2, k = 100 to 1000: 1.12-1.34; d = 3, k = 100 and 150:
+# 1.12-1.24; d = 10, k = 16 and 25: 1.11-1.21; d = 16, k = 20: 1.20-1.24; d = 20, k = 10 and 16:
+# 1.06-1.18; about 1 at k d = 384 (d = 8, 12 and 16); below 1 from there: d = 10, k = 40 and 64:
+# 0.86-1.01 and 0.80-0.93; d = 8, k = 100: 0.91-0.95; d = 5, k = 200: 0.93-0.97; and from 24
+# features: d = 24, 25, 32, k = 12, 10, 10: 0.98-1.03, 0.91-1.02, 0.76-0.94. Still exact-scan
+# winners left to the screen: d = 3, k = 128 to 200 (1.11-1.15), d = 16 and 20, k = 24 (1.06-1.12).
+SCREEN_MIN_WORK = 384
 SCREEN_MIN_CLUSTERS = 8
+SCREEN_MIN_FEATURES = 3
+SCREEN_WIDE_FEATURES = 24
 # From this many features the screen shifts rows into a row-major block (contiguous, vectorized)
 # and BLAS transposes it; below, the block is transposed here, four rows at a time (measured
 # from d = 10 to 784, k = 10 to 100: BLAS's transposed operand costs more on narrow rows).
@@ -277,8 +289,10 @@ def _product_of_rows_impl(X, shifted, lo, hi):
 
 
 def uses_screen(n_features, n_clusters):
-    """Whether Lloyd screens rows with a BLAS product for this shape."""
-    return n_features * n_clusters >= SCREEN_MIN_WORK and n_clusters >= SCREEN_MIN_CLUSTERS
+    """Whether Lloyd screens rows with a BLAS product for this shape (``SCREEN_MIN_WORK``)."""
+    return (n_clusters >= SCREEN_MIN_CLUSTERS and n_features >= SCREEN_MIN_FEATURES
+            and (n_features * n_clusters >= SCREEN_MIN_WORK
+                 or n_features >= SCREEN_WIDE_FEATURES))
 
 
 def uses_direct(n_features):
@@ -362,10 +376,8 @@ class ScreenScratch(NamedTuple):
 
 
 class Nearest(NamedTuple):
-    """Scratch of the exact scan (:func:`_scan_block`), one entry per row of a block: the rows'
-    distances to the current center, the two smallest so far and the first center at the
-    smallest."""
-    dist: np.ndarray
+    """Scratch of the exact scan (:func:`_scan_block`), one entry per row of a block: the two
+    smallest distances and the first center at the smallest."""
     best: np.ndarray
     second: np.ndarray
     arg: np.ndarray
@@ -579,49 +591,38 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
 
 
 @njit(inline="always")
-def _scan_block(X, rows, centers_t, block_t, nearest, labels, lower, distances):
+def _scan_block(X, rows, centers_t, block_t, nearest, labels, lower, distances, lazy):
     """Nearest center of each row in ``rows`` by the exact scan, a block of rows at a time.
 
-    The rows are transposed into ``block_t`` (d, BLOCK_ROWS) so that the innermost loops run
-    over rows: each distance is still summed over features in order, with the same roundings as
-    :func:`~fedcore.kernels.kmeans.distances.row_distances` (same bits), but the rows of a block are
-    independent vector lanes instead of one dependency chain each. Each center's distances update
-    the running two smallest (:class:`Nearest` scratch) while they are in cache, branch-free. OUT
-    ``labels``, ``distances`` (lowest index on ties) and ``lower`` (the exact distance to the
-    nearest other center).
+    The rows are transposed into ``block_t`` (d, ``_SCAN_WIDTH``), the columns after them up to a
+    multiple of ``LANE_ROWS`` set to zero, and :func:`~fedcore.kernels.kmeans.distances.
+    nearest_lanes` scans them ``LANE_ROWS`` at a time: each distance is still summed over features
+    in order, with the same roundings as :func:`~fedcore.kernels.kmeans.distances.row_distances`
+    (same bits), but the rows of a block are independent vector lanes and the running two smallest
+    (:class:`Nearest` scratch) are updated branch-free. OUT ``labels``, ``distances`` (lowest index
+    on ties; not squared where ``lazy``, as lazy E-steps keep them) and ``lower`` (the exact
+    distance to the nearest other center).
     """
     m = rows.shape[0]
-    d, k = centers_t.shape
+    d = centers_t.shape[0]
     for r in range(m):
         i = rows[r]
         for f in range(d):
             block_t[f, r] = np.float64(X[i, f])
-    acc, best, second, arg = nearest.dist, nearest.best, nearest.second, nearest.arg
-    for j in range(k):
-        acc[:m] = 0.0
-        for f in range(d):
-            c = centers_t[f, j]
-            x = block_t[f]
-            for r in range(m):
-                t = x[r] - c
-                acc[r] += t * t
-        if j == 0:
-            for r in range(m):
-                best[r] = acc[r]
-                second[r] = np.inf
-                arg[r] = 0
-            continue
-        for r in range(m):
-            v = acc[r]
-            closer = v < best[r]
-            second[r] = best[r] if closer else min(v, second[r])
-            arg[r] = j if closer else arg[r]
-            best[r] = v if closer else best[r]
+    full = m + (-m) % LANE_ROWS
+    for f in range(d):
+        for r in range(m, full):
+            block_t[f, r] = 0.0
+    best, second, arg = nearest.best, nearest.second, nearest.arg
+    for r in range(0, full, LANE_ROWS):
+        nearest_lanes(block_t, centers_t, r, best, second, arg)
+    for r in range(m):
+        second[r] = np.sqrt(second[r])  # (a loop of its own: vectorized)
     for r in range(m):
         i = rows[r]
         labels[i] = arg[r]
-        distances[i] = best[r]
-        lower[i] = np.sqrt(second[r])
+        distances[i] = np.sqrt(best[r]) if lazy else best[r]
+        lower[i] = second[r]
 
 
 @njit(inline="always")
@@ -650,11 +651,12 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
     IN/OUT ``lower``, a bound on the distance (not squared) to every other center (0: no bound
     yet): a row whose bound proves its label skips the scan ([Hamerly]).
 
-    ``lazy`` (only with a screen): ``distances`` holds, IN and OUT, upper bounds on the distance
-    (not squared) instead. A row whose upper bound passes the test keeps its label with no distance
-    computed; one that fails gets a tight upper bound (:func:`_own_upper`, the distance within a
-    few units of rounding) and is tested again, unless ``tighten`` is False: then it goes to the
-    screen untightened (one row in ``_TIGHTEN_SAMPLE`` is still tightened, to measure).
+    ``lazy``: ``distances`` holds, IN and OUT, upper bounds on the distance (not squared) instead.
+    A row whose upper bound passes the test keeps its label with no distance computed; one that
+    fails gets a tight upper bound and is tested again: with a screen, :func:`_own_upper` (the
+    distance within a few units of rounding), unless ``tighten`` is False: then it goes to the
+    screen untightened (one row in ``_TIGHTEN_SAMPLE`` is still tightened, to measure); without
+    one, its exact distance (cheap next to the scan at the few features that have no screen).
     ``sq_norms`` and ``direct``: see :func:`_screen_block`. Returns ``(tightened, passed,
     direct)``: how many rows were tightened and how many of them then passed, and whether the
     screen may still read rows directly.
@@ -670,16 +672,22 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
     for i in range(start, stop):  # rows with a bound, and rows to scan (their order is free)
         if lower[i] > 0.0:
             a = labels[i]
-            if screen is not None:  # (lazy E-steps need a screen; pruned without one)
-                if lazy and distances[i] + margin < max(lower[i], half_sep[a]):
-                    # |x - c_j| >= |c_a - c_j| - |x - c_a| >= 2 half_sep[a] - |x - c_a|
-                    lower[i] = max(lower[i], 2.0 * half_sep[a] - distances[i])
-                    continue
-                if lazy and not tighten and i % _TIGHTEN_SAMPLE != 0:
-                    pending[m] = i
-                    known[m] = -1.0
-                    m += 1
-                    continue
+            if lazy:  # branch-free: the row is written, and counted only if it fails
+                up = distances[i]
+                low = lower[i]
+                kept = up + margin < max(low, half_sep[a])
+                # |x - c_j| >= |c_a - c_j| - |x - c_a| >= 2 half_sep[a] - |x - c_a|
+                lower[i] = max(low, 2.0 * half_sep[a] - up)
+                if screen is not None:  # (untightened rows go to the screen)
+                    if not tighten and i % _TIGHTEN_SAMPLE != 0:
+                        pending[m] = i
+                        known[m] = -1.0
+                        m += not kept
+                        continue
+                bounded[c] = i
+                which[c] = a
+                c += not kept
+                continue
             bounded[c] = i
             which[c] = a
             c += 1
@@ -688,7 +696,7 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
             known[m] = -1.0
             m += 1
     upper = False
-    if screen is not None:  # (lazy E-steps need a screen: without one this compiles no _own_upper)
+    if screen is not None:  # (without one this compiles no _own_upper)
         upper = lazy
         row_bytes = X.shape[1] * X.itemsize
         if (lazy and READ_AHEAD_MIN_BYTES <= row_bytes <= READ_AHEAD_MAX_BYTES
@@ -714,7 +722,7 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
         distances[i] = root if lazy else dist
         passed += ok
         bounded[failed] = i
-        own[failed] = -1.0 if lazy else dist  # (known: exact distances only)
+        own[failed] = -1.0 if upper else dist  # (known: exact distances only)
         failed += not ok
     # Pending rows in ascending order, merged from the end: the screen reads runs of them directly,
     # and every E-step then reads X in order (appending the failed rows instead made the scan and
@@ -747,12 +755,12 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
             direct = _screen_block(X, pending[b:e], known[b:e], centers, screen, scratch,
                                    labels, lower, distances, lazy, sq_norms, direct) and direct
     else:
-        nearest = Nearest(np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS), np.empty(BLOCK_ROWS),
-                          np.empty(BLOCK_ROWS, dtype=np.int64))
-        block_t = np.empty((X.shape[1], BLOCK_ROWS))
+        nearest = Nearest(np.empty(_SCAN_WIDTH), np.empty(_SCAN_WIDTH),
+                          np.empty(_SCAN_WIDTH, dtype=np.int64))
+        block_t = np.empty((X.shape[1], _SCAN_WIDTH))
         for b in range(0, m, BLOCK_ROWS):
             _scan_block(X, pending[b:min(m, b + BLOCK_ROWS)], centers_t, block_t, nearest,
-                        labels, lower, distances)
+                        labels, lower, distances, lazy)
     return c, passed, direct
 
 
@@ -1198,8 +1206,8 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
         reads_rows = direct_rows and _single_rows(X, screen.shifted)
     sq_norms = np.empty(n if reads_rows else 0)
     normed = False
-    # Lazy E-steps (below) need the screen's bounds, and no record or replay of distances.
-    lazy_run = screen is not None and trace is None and prior is None
+    # Lazy E-steps (below) need no record or replay of distances.
+    lazy_run = trace is None and prior is None
     part_sums = np.empty((wave, k, d))
     part_weights = np.empty((wave, k))
     part_inertia = np.empty(wave)
@@ -1278,13 +1286,11 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
         if it < max_iter and not take_prior:
             for j in range(k):
                 moved = moved or weight_sums[j] == 0.0
-            if screen is not None:  # (pruned without: no lazy E-step then)
-                if moved and lazy:  # the farthest rows, by exact distances
-                    _exact_distances(X, centers, labels, distances)
+            if moved and lazy:  # the farthest rows, by exact distances
+                _exact_distances(X, centers, labels, distances)
             relocate_empty(X, weights, distances, labels, lower, center_sums, weight_sums)
-            if screen is not None:
-                if moved and lazy:  # back to upper bounds
-                    _roots(distances)
+            if moved and lazy:  # back to upper bounds
+                _roots(distances)
         if trace is not None:
             kept = _record(kept, it, labels, lower, distances, centers, moved)
         if it == max_iter:  # the final E-step for the final centers

@@ -13,8 +13,8 @@ from sklearn.cluster import KMeans as SklearnKMeans
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import fedcore
-from tests.reference.kmeans_reference import (_sq_distance_matrix, assign_reference,
-                                              kmeans_lloyd_reference, kmeanspp_reference)
+from tests.reference.kmeans_reference import (assign_reference, kmeans_lloyd_reference,
+                                              kmeanspp_reference, sq_distance_matrix_reference)
 
 
 def _blobs(seed, n=400, d=4, n_blobs=6, scale=5.0, dtype=np.float64):
@@ -185,7 +185,7 @@ def test_api_consistency(dtype):
                                   km.labels_)
     transformed = km.transform(X)
     assert transformed.shape == (400, 5)
-    np.testing.assert_allclose(transformed, np.sqrt(_sq_distance_matrix(X, centers)),
+    np.testing.assert_allclose(transformed, np.sqrt(sq_distance_matrix_reference(X, centers)),
                                rtol=1e-12)
     np.testing.assert_allclose(km.score(X), -km.inertia_, rtol=1e-10)
     Y = _blobs(3, n=50, dtype=dtype)
