@@ -670,8 +670,8 @@ def test_kmeans_screens_large_problems_with_the_same_result(monkeypatch):
     monkeypatch.setattr(lloyd, "make_screen", spy)
     screened = fedcore.KMeans(30, n_init=3, random_state=1).fit(X, sample_weight=w)
     assert calls and all(calls)  # d = 100, k = 30: above the thresholds
-    min_clusters = lloyd.SCREEN_MIN_CLUSTERS
-    monkeypatch.setattr(lloyd, "SCREEN_MIN_CLUSTERS", 10**9)
+    min_features = lloyd.SCREEN_MIN_FEATURES
+    monkeypatch.setattr(lloyd, "SCREEN_MIN_FEATURES", 10**9)
     calls.clear()
     plain = fedcore.KMeans(30, n_init=3, random_state=1).fit(X, sample_weight=w)
     assert calls and not any(calls)
@@ -679,7 +679,7 @@ def test_kmeans_screens_large_problems_with_the_same_result(monkeypatch):
     np.testing.assert_array_equal(screened.labels_, plain.labels_)
     assert screened.inertia_ == plain.inertia_ and screened.n_iter_ == plain.n_iter_
     # Concurrent restarts with BLAS threads not limited, and on one thread.
-    monkeypatch.setattr(lloyd, "SCREEN_MIN_CLUSTERS", min_clusters)
+    monkeypatch.setattr(lloyd, "SCREEN_MIN_FEATURES", min_features)
     monkeypatch.setattr(lloyd, "one_blas_thread", contextlib.nullcontext)
     monkeypatch.setattr(km, "one_blas_thread", contextlib.nullcontext)
     free = fedcore.KMeans(30, n_init=3, random_state=1).fit(X, sample_weight=w)

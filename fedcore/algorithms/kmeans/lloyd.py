@@ -168,9 +168,9 @@ class KMeans(BaseEstimator):
     takes the positive-weight row farthest from its assigned center (ties: lowest row index).
     Distances are exact sums of squared differences (no expanded form), in float64. Rows whose
     label the bounds of [Hamerly] prove keep it, with no distance computed until the last E-step;
-    from 8 clusters, 3 features and d * k >= 384 (or from 24 features) the others are screened
-    with a float32 BLAS product and a rigorous rounding bound, and exact distances are computed to
-    the few candidates only: same results as the plain scan.
+    from 32 features (and 2 clusters), or from 8 clusters, 3 features and d * k >= 384, the others
+    are screened with a float32 BLAS product and a rigorous rounding bound, and exact distances
+    are computed to the few candidates only: same results as the plain scan.
 
     Examples
     --------

@@ -39,7 +39,7 @@ from ..._config import CHUNK_SIZE, NUMBA_CACHE
 from ..arrays import copy_into, read_rows, transpose_into
 from ..jit import njit
 from ..parallel import chunked_kernel, last_chunk_first
-from .distances import LANE_ROWS, nearest_lanes, own_distance, own_distances
+from .distances import lane_width, nearest_rows, own_distance, own_distances
 from .lloyd_replay import (LloydPrior, LloydTrace, center_moves, grow_trace, mark_dirty,
                            prime_bounds, sparse_estep, sparse_sums, top_two)
 
@@ -50,8 +50,6 @@ __all__ = ["Screen", "BLOCK_ROWS", "screen_eps", "direct_eps", "make_screen", "u
 # Rows per BLAS product: small enough that the block and its products stay in cache and that
 # BLAS, held to one thread, runs at its single-core rate.
 BLOCK_ROWS = 128
-# Columns of the exact scan's block: BLOCK_ROWS, rounded up to whole calls of nearest_lanes.
-_SCAN_WIDTH = BLOCK_ROWS + (-BLOCK_ROWS) % LANE_ROWS
 # Rows per product from this many centers x features (1 MB of float32 centers, more than this
 # machine's L2): BLAS packs the centers at every call, so larger blocks amortize it (measured at
 # 2e4 x 784, k = 1000: 1.1-1.3x faster; at k x d = 5e4 and 8e4 within noise).
@@ -82,19 +80,22 @@ MID_BLOCK_MIN_CLUSTERS = 32
 _SMALL_ENTRIES = 1200
 _SMALL_WORK = 10 ** 6
 _SMALL_MIN_ROWS = 32
-# Screen with BLAS from this many centers, and from SCREEN_MIN_FEATURES features where features x
-# centers reach SCREEN_MIN_WORK or the rows SCREEN_WIDE_FEATURES; elsewhere the exact scan
-# (nearest_lanes, lazy E-steps) is faster. lloyd_run, 10 iterations, 1e5 uniform and blobs rows
-# (median of 6 calls, screen / exact): d = 2, k = 100 to 1000: 1.12-1.34; d = 3, k = 100 and 150:
-# 1.12-1.24; d = 10, k = 16 and 25: 1.11-1.21; d = 16, k = 20: 1.20-1.24; d = 20, k = 10 and 16:
-# 1.06-1.18; about 1 at k d = 384 (d = 8, 12 and 16); below 1 from there: d = 10, k = 40 and 64:
-# 0.86-1.01 and 0.80-0.93; d = 8, k = 100: 0.91-0.95; d = 5, k = 200: 0.93-0.97; and from 24
-# features: d = 24, 25, 32, k = 12, 10, 10: 0.98-1.03, 0.91-1.02, 0.76-0.94. Still exact-scan
-# winners left to the screen: d = 3, k = 128 to 200 (1.11-1.15), d = 16 and 20, k = 24 (1.06-1.12).
+# Screen with BLAS from 2 centers of SCREEN_WIDE_FEATURES features, and from SCREEN_MIN_CLUSTERS
+# centers of SCREEN_MIN_FEATURES features where features x centers reach SCREEN_MIN_WORK;
+# elsewhere the exact scan (nearest_lanes, lazy E-steps) is faster. lloyd_run, 10 iterations,
+# 1e5 uniform and blobs rows (median of 4 to 6 calls, screen / exact): d = 2, k = 100 to 1000:
+# 1.12-1.34; d = 3, k = 100 and 150: 1.12-1.24; d = 10, k = 16 and 25: 1.11-1.21; d = 16, k = 20:
+# 1.20-1.24; d = 20, k = 10 and 16: 1.06-1.18; about 1 at k d = 384 (d = 8, 12 and 16) and from
+# 24 to 31 features (d = 24, 25, k = 12, 10: 0.98-1.03, 0.91-1.02; d = 24, k = 3 and 5: 0.86-1.87,
+# 1.08); below 1 from there: d = 10, k = 40 and 64: 0.86-1.01 and 0.80-0.93; d = 8, k = 100:
+# 0.91-0.95; d = 5, k = 200: 0.93-0.97; from 32 features at any k: d = 32, k = 10: 0.76-0.94; d =
+# 32, 40 and 50, k = 2 to 7: 0.50-0.92; d = 100 and 784, k = 5: 0.24 and 0.17 (784, k = 2: 0.21).
+# Exact-scan winners left to the screen: d = 3, k = 128 to 200 (1.11-1.15), d = 16 and 20, k = 24
+# (1.06-1.12).
 SCREEN_MIN_WORK = 384
 SCREEN_MIN_CLUSTERS = 8
 SCREEN_MIN_FEATURES = 3
-SCREEN_WIDE_FEATURES = 24
+SCREEN_WIDE_FEATURES = 32
 # From this many features the screen shifts rows into a row-major block (contiguous, vectorized)
 # and BLAS transposes it; below, the block is transposed here, four rows at a time (measured
 # from d = 10 to 784, k = 10 to 100: BLAS's transposed operand costs more on narrow rows).
@@ -290,9 +291,10 @@ def _product_of_rows_impl(X, shifted, lo, hi):
 
 def uses_screen(n_features, n_clusters):
     """Whether Lloyd screens rows with a BLAS product for this shape (``SCREEN_MIN_WORK``)."""
-    return (n_clusters >= SCREEN_MIN_CLUSTERS and n_features >= SCREEN_MIN_FEATURES
-            and (n_features * n_clusters >= SCREEN_MIN_WORK
-                 or n_features >= SCREEN_WIDE_FEATURES))
+    if n_clusters < 2 or n_features < SCREEN_MIN_FEATURES:
+        return False
+    return n_features >= SCREEN_WIDE_FEATURES or (
+        n_clusters >= SCREEN_MIN_CLUSTERS and n_features * n_clusters >= SCREEN_MIN_WORK)
 
 
 def uses_direct(n_features):
@@ -592,30 +594,16 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
 
 @njit(inline="always")
 def _scan_block(X, rows, centers_t, block_t, nearest, labels, lower, distances, lazy):
-    """Nearest center of each row in ``rows`` by the exact scan, a block of rows at a time.
-
-    The rows are transposed into ``block_t`` (d, ``_SCAN_WIDTH``), the columns after them up to a
-    multiple of ``LANE_ROWS`` set to zero, and :func:`~fedcore.kernels.kmeans.distances.
-    nearest_lanes` scans them ``LANE_ROWS`` at a time: each distance is still summed over features
-    in order, with the same roundings as :func:`~fedcore.kernels.kmeans.distances.row_distances`
-    (same bits), but the rows of a block are independent vector lanes and the running two smallest
-    (:class:`Nearest` scratch) are updated branch-free. OUT ``labels``, ``distances`` (lowest index
-    on ties; not squared where ``lazy``, as lazy E-steps keep them) and ``lower`` (the exact
-    distance to the nearest other center).
+    """Nearest center of each row in ``rows`` by the exact scan
+    (:func:`~fedcore.kernels.kmeans.distances.nearest_rows`: each distance summed over features
+    in order, the same bits as the plain scan, sixteen rows at a time in vector lanes;
+    :class:`Nearest` scratch). OUT ``labels``, ``distances`` (lowest index on ties; not squared
+    where ``lazy``, as lazy E-steps keep them) and ``lower`` (the exact distance to the nearest
+    other center).
     """
-    m = rows.shape[0]
-    d = centers_t.shape[0]
-    for r in range(m):
-        i = rows[r]
-        for f in range(d):
-            block_t[f, r] = np.float64(X[i, f])
-    full = m + (-m) % LANE_ROWS
-    for f in range(d):
-        for r in range(m, full):
-            block_t[f, r] = 0.0
     best, second, arg = nearest.best, nearest.second, nearest.arg
-    for r in range(0, full, LANE_ROWS):
-        nearest_lanes(block_t, centers_t, r, best, second, arg)
+    nearest_rows(X, rows, centers_t, block_t, best, second, arg)
+    m = rows.shape[0]
     for r in range(m):
         second[r] = np.sqrt(second[r])  # (a loop of its own: vectorized)
     for r in range(m):
@@ -754,9 +742,9 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
             direct = _screen_block(X, pending[b:e], known[b:e], centers, screen, scratch,
                                    labels, lower, distances, lazy, sq_norms, direct) and direct
     else:
-        nearest = Nearest(np.empty(_SCAN_WIDTH), np.empty(_SCAN_WIDTH),
-                          np.empty(_SCAN_WIDTH, dtype=np.int64))
-        block_t = np.empty((X.shape[1], _SCAN_WIDTH))
+        width = lane_width(BLOCK_ROWS)
+        nearest = Nearest(np.empty(width), np.empty(width), np.empty(width, dtype=np.int64))
+        block_t = np.empty((X.shape[1], width))
         for b in range(0, m, BLOCK_ROWS):
             _scan_block(X, pending[b:min(m, b + BLOCK_ROWS)], centers_t, block_t, nearest,
                         labels, lower, distances, lazy)
