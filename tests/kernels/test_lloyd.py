@@ -20,8 +20,8 @@ from hypothesis.extra import numpy as hnp
 import fedcore
 from fedcore import _config
 from fedcore.kernels.kmeans.distances import LANE_ROWS, nearest_lanes
-from tests.reference.kmeans_reference import (kmeans_lloyd_reference, kmeanspp_reference,
-                                              lloyd_iteration_reference,
+from tests.reference.kmeans_reference import (assign_reference, kmeans_lloyd_reference,
+                                              kmeanspp_reference, lloyd_iteration_reference,
                                               sq_distance_matrix_reference, sq_distance_reference)
 
 CHUNK = _config.CHUNK_SIZE
@@ -745,6 +745,28 @@ def test_nearest_lanes_equals_the_sequential_reference(d, k, calls, grid, seed):
     np.testing.assert_array_equal(_bits(best), _bits(dist[every, order[:, 0]]))
     expected = dist[every, order[:, 1]] if k > 1 else np.full(m, np.inf)
     np.testing.assert_array_equal(_bits(second), _bits(expected))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d", [1, 7, 64, 65])
+@pytest.mark.parametrize("grid", [True, False])
+def test_assign_nearest_equals_the_reference_bit_for_bit(dtype, d, grid):
+    """Blocks of rows in vector lanes (up to 64 features) and rows one at a time (wider): labels
+    (lowest index on ties) and squared distances equal the reference's bits, serial and parallel,
+    over several chunks and a last block of rows that fills no whole call."""
+    from fedcore.kernels.kmeans.distances import assign_nearest
+    rng = np.random.default_rng(d)
+    n, k = 2 * CHUNK + 37, 9
+    X = (rng.integers(-2, 3, size=(n, d)) if grid else rng.standard_normal((n, d)) * 1e3)
+    X = X.astype(dtype)
+    centers = X[rng.choice(n, size=k, replace=False)].astype(np.float64)
+    centers[3] = centers[1]  # an exact tie for every row
+    labels, dist = assign_reference(X, centers)
+    for kernel in (assign_nearest.serial, assign_nearest.parallel):
+        got, got_dist = np.full(n, -7, dtype=np.int64), np.full(n, np.nan)
+        kernel(X, np.ascontiguousarray(centers.T), got, got_dist)
+        np.testing.assert_array_equal(got, labels)
+        np.testing.assert_array_equal(_bits(got_dist), _bits(dist))
 
 
 @pytest.mark.parametrize("k", [1, 2, 5, 8, 13])
