@@ -27,18 +27,39 @@ if sys.version_info >= (3, 11):
 __all__ = ["KMeans", "assign"]
 
 
+# assign screens rows from this many features (where Lloyd would). One assignment of 1e5 uniform
+# rows, median of 7 or 9 calls, the exact scan against the screened E-step: d = 784, k = 10
+# float32 122 against 40 ms, float64 123 against 54 ms; d = 784, k = 100 float32: 270 against
+# 83 ms; d = 100, k = 10: 16.4 against 8.9 ms; d = 64, k = 10 and 4: 10.0 and 8.4 against 4.6 and
+# 5.6 ms; d = 48, k = 10: 7.1 against 4.7 ms; d = 32, k = 100: 8.5 against 5.7 ms; but d = 32,
+# k = 10: 3.2 against 5.4 ms, and fewer features no faster (d = 10, k = 100: 2.3 against 2.5 ms).
+_ASSIGN_SCREEN_MIN_FEATURES = 40
+
+
 def assign(X: np.ndarray, centers: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    """``(labels, sq_distances)`` of each row of validated ``X`` to its nearest center.
+    """``(labels, sq_distances)`` of each row of validated ``X`` to its nearest center (lowest
+    index on ties; exact distances).
+
+    From ``_ASSIGN_SCREEN_MIN_FEATURES`` features, one E-step of Lloyd's kernel where it screens
+    (a BLAS product, then exact distances to the candidates it leaves: the same labels and
+    distances); else the exact scan
+    (:func:`~fedcore.kernels.kmeans.distances.assign_nearest`).
 
     The kernel reads ``X[i, f]`` for every feature of ``centers``: a width mismatch is refused
     here, before it runs."""
     if X.ndim != 2 or np.ndim(centers) != 2 or X.shape[1] != np.shape(centers)[1]:
         raise ValueError(f"Argument 'X' has shape {X.shape}, but the centers have "
                          f"{np.shape(centers)[-1]} features")
-    labels = np.empty(X.shape[0], dtype=np.int64)
-    distances = np.empty(X.shape[0])
-    assign_nearest(X, np.ascontiguousarray(np.asarray(centers, dtype=np.float64).T), labels,
-                   distances)
+    n, d = X.shape
+    centers = np.array(centers, dtype=np.float64, order="C")
+    labels = np.empty(n, dtype=np.int64)
+    distances = np.empty(n)
+    if n > 0 and d >= _ASSIGN_SCREEN_MIN_FEATURES and uses_screen(d, centers.shape[0]):
+        margin, single = bound_settings(X, centers)
+        if single:  # (coordinates within the float32 screen's range; else the exact scan)
+            lloyd_run(X, np.ones(n), centers, 0, 0.0, margin, labels, distances, single=True)
+            return labels, distances
+    assign_nearest(X, np.ascontiguousarray(centers.T), labels, distances)
     return labels, distances
 
 

@@ -253,7 +253,8 @@ def pairwise_sq_distances(X, centers_t, out):
 def assign_nearest(X, centers_t, labels, distances):
     """OUT ``labels`` int64 (n,) nearest center (lowest index on ties),
     ``distances`` float64 (n,): the bits of :func:`nearest_center`, a block of rows at a time
-    (:func:`nearest_rows`) up to ``_ASSIGN_MAX_FEATURES`` features, else a row at a time.
+    (:func:`nearest_rows`) up to ``_ASSIGN_MAX_FEATURES`` features, else a row at a time
+    (:func:`fedcore.algorithms.kmeans.lloyd.assign` screens wide rows where it can).
 
     IN ``X`` float32/float64 (n, d); ``centers_t`` float64 (d, k) C-contiguous.
     """

@@ -193,6 +193,25 @@ def test_api_consistency(dtype):
     np.testing.assert_allclose(km.score(Y), -assign_reference(Y, centers)[1].sum(), rtol=1e-10)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d, k, scale", [(40, 2, 1.0), (100, 13, 1.0), (784, 5, 1e3),
+                                         (64, 9, 1e16)])
+def test_assign_screened_equals_the_exact_scan(dtype, d, k, scale):
+    """Wide rows are assigned through one screened E-step (at 1e16 their coordinates leave the
+    float32 screen's range and the exact scan runs): the labels (lowest index on ties) and
+    squared distances of the reference, bit for bit."""
+    from fedcore.algorithms.kmeans.lloyd import assign
+    rng = np.random.default_rng(d)
+    n = 3 * 4096 + 11
+    X = (rng.integers(-2, 3, size=(n, d)) * scale).astype(dtype)  # ties everywhere
+    centers = X[rng.choice(n, size=k, replace=False)].astype(np.float64)
+    centers[-1] = centers[0]
+    labels, dist = assign(X, centers)
+    expected, expected_dist = assign_reference(X, centers)
+    np.testing.assert_array_equal(labels, expected)
+    np.testing.assert_array_equal(dist.view(np.int64), expected_dist.view(np.int64))
+
+
 def test_same_seed_same_model_and_n_init():
     X = _blobs(4)
     a = fedcore.KMeans(6, n_init=3, random_state=7).fit(X)
