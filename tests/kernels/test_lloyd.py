@@ -724,14 +724,15 @@ def _nearest_lanes_all(block_t, centers_t, best, second, arg):
 def test_nearest_lanes_equals_the_sequential_reference(d, k, calls, grid, seed):
     """Each lane's two smallest squared distances are the sequential float64 sums' (the reference
     matrix), bit for bit, and its label the first center at the smallest; integer grids give exact
-    ties (to the lowest index, and a tied second equal to the smallest), +inf for one center."""
+    ties (to the lowest index, and a tied second equal to the smallest), +inf for one center;
+    scales from 1e-160 (subnormal squares) to 1e150."""
     rng = np.random.default_rng(seed)
     m = calls * LANE_ROWS
     if grid:
         rows = rng.integers(-2, 3, size=(m, d)).astype(np.float64)
         centers = rng.integers(-2, 3, size=(k, d)).astype(np.float64)
     else:
-        scale = 10.0 ** rng.uniform(-150, 150)
+        scale = 10.0 ** rng.uniform(-160, 150)  # (from subnormal squares)
         rows = rng.standard_normal((m, d)) * scale
         centers = rows[rng.integers(0, m, size=k)] + rng.standard_normal((k, d)) * scale * 1e-3
     best, second = np.full(m, np.nan), np.full(m, np.nan)

@@ -14,7 +14,8 @@ from numpy.typing import ArrayLike
 from ..._validation import (check_array, check_fitted_array, check_fitted_centers, check_int,
                            check_random_state, check_sample_weight, check_scalar,
                            check_weighted_range, max_abs, weight_names)
-from ...kernels.kmeans.distances import assign_nearest, pairwise_sq_distances
+from ...kernels.kmeans.distances import (LANES_MAX_FEATURES, assign_nearest,
+                                         pairwise_sq_distances)
 from ...kernels.kmeans.lloyd import lloyd_run, one_blas_thread, uses_screen
 from ...kernels.parallel import use_parallel
 from ...kernels.summaries import mean_variance
@@ -27,22 +28,25 @@ if sys.version_info >= (3, 11):
 __all__ = ["KMeans", "assign"]
 
 
-# assign screens rows from this many features (where Lloyd would). One assignment of 1e5 uniform
-# rows, median of 7 or 9 calls, the exact scan against the screened E-step: d = 784, k = 10
-# float32 122 against 40 ms, float64 123 against 54 ms; d = 784, k = 100 float32: 270 against
-# 83 ms; d = 100, k = 10: 16.4 against 8.9 ms; d = 64, k = 10 and 4: 10.0 and 8.4 against 4.6 and
-# 5.6 ms; d = 48, k = 10: 7.1 against 4.7 ms; d = 32, k = 100: 8.5 against 5.7 ms; but d = 32,
-# k = 10: 3.2 against 5.4 ms, and fewer features no faster (d = 10, k = 100: 2.3 against 2.5 ms).
-_ASSIGN_SCREEN_MIN_FEATURES = 40
+# assign runs one screened E-step of Lloyd's kernel where Lloyd would screen, for at least this
+# many rows, and features x centers of at least this much or rows wider than the exact scan's
+# lanes take (LANES_MAX_FEATURES). The kernels alone, 1e5 uniform float64 rows, median of 7 to 9
+# calls, the exact scan against the screened E-step: k = 10, d = 32, 40, 48: 1.7, 2.4, 3.2 against
+# 3.2, 3.6, 4.0 ms; d = 56, 64: 5.9, 10.8 against 4.5, 5.5 ms; d = 48, k = 4: 2.6 against 3.6 ms;
+# d = 40, k = 100: 9.1 against 6.0 ms; d = 100, k = 10: 16.4 against 8.9 ms (rows one at a time);
+# d = 784, k = 10 and 100 (float32): 122 and 270 against 40 and 83 ms. 784 features, k = 10, by
+# rows: 16 rows 0.036 against 0.061 ms, 64 rows 0.143 against 0.090 ms.
+_ASSIGN_SCREEN_MIN_WORK = 512
+_ASSIGN_SCREEN_MIN_ROWS = 64
 
 
 def assign(X: np.ndarray, centers: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """``(labels, sq_distances)`` of each row of validated ``X`` to its nearest center (lowest
     index on ties; exact distances).
 
-    From ``_ASSIGN_SCREEN_MIN_FEATURES`` features, one E-step of Lloyd's kernel where it screens
-    (a BLAS product, then exact distances to the candidates it leaves: the same labels and
-    distances); else the exact scan
+    Where Lloyd screens and the work pays (``_ASSIGN_SCREEN_*``), one E-step of Lloyd's kernel (a
+    BLAS product, then exact distances to the candidates it leaves: the same labels and
+    distances; BLAS held to one thread meanwhile, process-wide); else the exact scan
     (:func:`~fedcore.kernels.kmeans.distances.assign_nearest`).
 
     The kernel reads ``X[i, f]`` for every feature of ``centers``: a width mismatch is refused
@@ -54,11 +58,12 @@ def assign(X: np.ndarray, centers: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     centers = np.array(centers, dtype=np.float64, order="C")
     labels = np.empty(n, dtype=np.int64)
     distances = np.empty(n)
-    if n > 0 and d >= _ASSIGN_SCREEN_MIN_FEATURES and uses_screen(d, centers.shape[0]):
+    k = centers.shape[0]
+    if (n >= _ASSIGN_SCREEN_MIN_ROWS and uses_screen(d, k)
+            and (d * k >= _ASSIGN_SCREEN_MIN_WORK or d > LANES_MAX_FEATURES)):
         margin, single = bound_settings(X, centers)
-        if single:  # (coordinates within the float32 screen's range; else the exact scan)
-            lloyd_run(X, np.ones(n), centers, 0, 0.0, margin, labels, distances, single=True)
-            return labels, distances
+        lloyd_run(X, np.ones(n), centers, 0, 0.0, margin, labels, distances, single=single)
+        return labels, distances
     assign_nearest(X, np.ascontiguousarray(centers.T), labels, distances)
     return labels, distances
 

@@ -18,8 +18,8 @@ from ..jit import njit
 from ..parallel import chunked_kernel
 
 __all__ = ["row_distances", "own_distance", "own_distances", "nearest_center", "nearest_two",
-           "LANE_ROWS", "lane_width", "nearest_lanes", "nearest_rows", "pairwise_sq_distances",
-           "assign_nearest"]
+           "LANE_ROWS", "LANES_MAX_FEATURES", "lane_width", "nearest_lanes", "nearest_rows",
+           "pairwise_sq_distances", "assign_nearest"]
 
 # Rows per call of nearest_lanes: two vectors of eight float64 lanes, two independent sums in
 # flight per center (one vector: 3-10% slower at d = 16, k = 8 and d = 3, k = 50; four: within
@@ -33,7 +33,7 @@ LANE_ROWS = _LANES * _VECTORS
 # calls): d = 10, k = 10: 2.38 -> 0.82 ms; d = 20, k = 20: 4.16 -> 1.51 ms; d = 50, k = 10: 9.68
 # -> 6.61 ms; d = 100, k = 5: 18.1 -> 18.9 ms; d = 784, k = 10 and 100: 141 -> 200 and 385 -> 570.
 _ASSIGN_ROWS = 128
-_ASSIGN_MAX_FEATURES = 64
+LANES_MAX_FEATURES = 64
 
 
 @njit(inline="always")
@@ -219,17 +219,18 @@ def nearest_rows(X, rows, centers_t, block_t, best, second, arg):
 
     The rows are transposed into ``block_t`` float64 (d, w), the columns after them up to
     :func:`lane_width` set to zero, and :func:`nearest_lanes` scans them ``LANE_ROWS`` at a time.
-    IN ``X`` float32/float64 (n, d); ``centers_t`` float64 (d, k) C-contiguous; the caller
-    guarantees ``w``, and the lengths of ``best``, ``second`` and ``arg`` (float64, float64,
-    int64), at least :func:`lane_width` of the rows.
+    IN ``X`` float32/float64 (n, d); ``centers_t`` float64 (d, k) C-contiguous. The caller
+    guarantees ``d`` rows of ``block_t`` and ``w``, and the lengths of ``best``, ``second`` and
+    ``arg`` (float64, float64, int64), at least :func:`lane_width` of the rows: nothing is checked
+    here (a check inside the parallel loops that call this doubled their time).
     """
     m = rows.shape[0]
-    d = centers_t.shape[0]
+    d = X.shape[1]
+    full = lane_width(m)
     for r in range(m):
         i = rows[r]
         for f in range(d):
             block_t[f, r] = np.float64(X[i, f])
-    full = lane_width(m)
     for f in range(d):
         for r in range(m, full):
             block_t[f, r] = 0.0
@@ -253,13 +254,15 @@ def pairwise_sq_distances(X, centers_t, out):
 def assign_nearest(X, centers_t, labels, distances):
     """OUT ``labels`` int64 (n,) nearest center (lowest index on ties),
     ``distances`` float64 (n,): the bits of :func:`nearest_center`, a block of rows at a time
-    (:func:`nearest_rows`) up to ``_ASSIGN_MAX_FEATURES`` features, else a row at a time
+    (:func:`nearest_rows`) up to ``LANES_MAX_FEATURES`` features, else a row at a time
     (:func:`fedcore.algorithms.kmeans.lloyd.assign` screens wide rows where it can).
 
     IN ``X`` float32/float64 (n, d); ``centers_t`` float64 (d, k) C-contiguous.
     """
     n, d = X.shape
-    if d > _ASSIGN_MAX_FEATURES:
+    if centers_t.shape[0] != d:  # (the scans trust the widths)
+        raise ValueError("assign_nearest: centers_t has another number of features than X")
+    if d > LANES_MAX_FEATURES:
         k = centers_t.shape[1]
         for c in prange(-(-n // CHUNK_SIZE)):
             buf = np.empty(k)

@@ -194,19 +194,29 @@ def test_api_consistency(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("d, k, scale", [(40, 2, 1.0), (100, 13, 1.0), (784, 5, 1e3),
-                                         (64, 9, 1e16)])
-def test_assign_screened_equals_the_exact_scan(dtype, d, k, scale):
-    """Wide rows are assigned through one screened E-step (at 1e16 their coordinates leave the
-    float32 screen's range and the exact scan runs): the labels (lowest index on ties) and
-    squared distances of the reference, bit for bit."""
-    from fedcore.algorithms.kmeans.lloyd import assign
+@pytest.mark.parametrize("d, k, scale, screened", [(40, 2, 1.0, False), (56, 10, 1.0, True),
+                                                   (100, 3, 1.0, True), (784, 5, 1e3, True),
+                                                   (64, 9, 1e16, True)])
+def test_assign_screened_equals_the_exact_scan(monkeypatch, dtype, d, k, scale, screened):
+    """Rows are assigned through one screened E-step where it pays (at 1e16 the coordinates leave
+    the float32 screen's range: a float64 screen), else by the exact scan: the labels (lowest
+    index on ties) and squared distances of the reference, bit for bit, either way."""
+    from fedcore.algorithms.kmeans import lloyd as km
+    calls = []
+    real = km.lloyd_run
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs["single"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(km, "lloyd_run", spy)
     rng = np.random.default_rng(d)
     n = 3 * 4096 + 11
     X = (rng.integers(-2, 3, size=(n, d)) * scale).astype(dtype)  # ties everywhere
     centers = X[rng.choice(n, size=k, replace=False)].astype(np.float64)
     centers[-1] = centers[0]
-    labels, dist = assign(X, centers)
+    labels, dist = km.assign(X, centers)
+    assert calls == ([scale < 1e15] if screened else [])
     expected, expected_dist = assign_reference(X, centers)
     np.testing.assert_array_equal(labels, expected)
     np.testing.assert_array_equal(dist.view(np.int64), expected_dist.view(np.int64))
