@@ -650,6 +650,32 @@ def test_screen_in_other_blocks_equals_the_plain_scan(k, d, dtype):
     _assert_same_runs(*runs)
 
 
+def test_one_blas_thread_restores_the_limits_whatever_order_contexts_leave_in():
+    """Overlapping contexts (as from fits or predictions in two threads) leaving in the order
+    they entered: BLAS stays at one thread until the last leaves, then has its limits back."""
+    from threadpoolctl import ThreadpoolController
+
+    from fedcore.kernels.kmeans.lloyd import one_blas_thread
+    with one_blas_thread():  # (loads the BLAS that Numba calls)
+        pass
+
+    def threads():
+        return sorted(m["num_threads"] for m in ThreadpoolController().info()
+                      if m["user_api"] == "blas")
+
+    with ThreadpoolController().limit(limits=2, user_api="blas"):  # (not 1 already)
+        before = threads()
+        assert set(before) == {2}
+        first, second = one_blas_thread(), one_blas_thread()
+        first.__enter__()
+        second.__enter__()
+        assert set(threads()) == {1}
+        first.__exit__(None, None, None)
+        assert set(threads()) == {1}  # (a limit of its own would restore 2 here)
+        second.__exit__(None, None, None)
+        assert threads() == before
+
+
 def test_kmeans_screens_large_problems_with_the_same_result(monkeypatch):
     import contextlib
 

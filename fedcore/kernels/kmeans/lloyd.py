@@ -28,6 +28,7 @@ which distances need computing, never their values:
 """
 import contextlib
 import functools
+import threading
 from typing import NamedTuple
 
 import numba
@@ -1316,10 +1317,33 @@ def _blas_controller():
     return ThreadpoolController()
 
 
+_BLAS_LOCK = threading.Lock()
+_blas_holders = 0
+_blas_limiter = None
+
+
+@contextlib.contextmanager
 def one_blas_thread():
     """Context holding BLAS to one thread (process-wide): the screen's products run inside
-    fedcore's own threads, where a threaded BLAS would oversubscribe the cores."""
-    return _blas_controller().limit(limits=1, user_api="blas")
+    fedcore's own threads, where a threaded BLAS would oversubscribe the cores.
+
+    Contexts held at once (fits and predictions in several threads) share one limit: the first
+    sets it, the last to leave restores the limits found before, whatever the order they leave
+    in (threadpoolctl's limits, each restoring what it found, would leave BLAS at one thread
+    when they overlap)."""
+    global _blas_holders, _blas_limiter
+    with _BLAS_LOCK:
+        if _blas_holders == 0:
+            _blas_limiter = _blas_controller().limit(limits=1, user_api="blas")
+        _blas_holders += 1
+    try:
+        yield
+    finally:
+        with _BLAS_LOCK:
+            _blas_holders -= 1
+            if _blas_holders == 0:
+                _blas_limiter.restore_original_limits()
+                _blas_limiter = None
 
 
 def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, *, record=False,
