@@ -355,12 +355,15 @@ def check_fitted_centers(centers, n_features, owner):
     return np.ascontiguousarray(C.T)
 
 
-def check_fitted_array(X, n_features, owner, name="X", *, distance_range=True):
+def check_fitted_array(X, n_features, owner, name="X", *, distance_range=True,
+                       return_max_abs=False):
     """``X`` given to a fitted model (``predict``, ``transform``, ``score``...): validated as by
     :func:`check_array` (finite, within the distance range) and of the fitted width
-    ``n_features``; ``owner`` names the model in the message."""
-    X = check_array(X, name, distance_range=distance_range)
+    ``n_features``; ``owner`` names the model in the message. ``return_max_abs``: return
+    ``(X, largest absolute entry)`` (see :func:`check_array`)."""
+    checked = check_array(X, name, distance_range=distance_range, return_max_abs=return_max_abs)
+    X = checked[0] if return_max_abs else checked
     if X.shape[1] != n_features:
         raise ValueError(f"Argument {name!r}: {name} has {X.shape[1]} features, but {owner} is "
                          f"expecting {n_features} features as input.")
-    return X
+    return checked
