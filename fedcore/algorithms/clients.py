@@ -16,9 +16,8 @@ from .._validation import (check_array, check_fitted_array, check_fitted_centers
                            check_random_state, check_weighted_range)
 from ..federation.horizontal import HorizontalFederation
 from ..federation.protocol import Channel, Message, expect
-from ..kernels.kmeans.distances import assign_nearest
 from .base import check_is_fitted
-from .kmeans.lloyd import KMeans
+from .kmeans.lloyd import KMeans, assign
 
 __all__ = ["check_federation", "client_seeds", "client_kmeans", "HorizontalClient",
            "LocalKMeansSetup", "LocalCenters", "LocalKMeansClient", "gather_local_centers",
@@ -161,10 +160,10 @@ def gather_local_centers(channel: Channel, rng: np.random.Generator, n_clusters:
 
 
 def predict_nearest(model: Any, X: ArrayLike) -> np.ndarray:
-    """Nearest row of ``model.cluster_centers_`` for each row of X (lowest index on ties)."""
+    """Nearest row of ``model.cluster_centers_`` for each row of X (lowest index on ties), by
+    :func:`~fedcore.algorithms.kmeans.lloyd.assign` (screened where that pays)."""
     check_is_fitted(model, "cluster_centers_")
-    X = check_fitted_array(X, model.n_features_in_, type(model).__name__)
-    labels = np.empty(X.shape[0], dtype=np.int64)
-    assign_nearest(X, check_fitted_centers(model.cluster_centers_, model.n_features_in_,
-                                           type(model).__name__), labels, np.empty(X.shape[0]))
-    return labels
+    owner = type(model).__name__
+    X, scale = check_fitted_array(X, model.n_features_in_, owner, return_max_abs=True)
+    centers_t = check_fitted_centers(model.cluster_centers_, model.n_features_in_, owner)
+    return assign(X, centers_t.T, scale)[0]
