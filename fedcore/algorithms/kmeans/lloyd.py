@@ -51,16 +51,20 @@ def assign(X: np.ndarray, centers: ArrayLike,
     (:func:`~fedcore.kernels.kmeans.distances.assign_nearest`).
 
     ``scale``: :func:`~fedcore._validation.max_abs` of X when the caller has it (else the screen
-    takes one more pass over X; 14 ms at 1e5 x 784). The kernel reads ``X[i, f]`` for every
-    feature of ``centers``: a width mismatch is refused here, before it runs."""
+    takes one more pass over X; 14 ms at 1e5 x 784). The kernels read ``X[i, f]`` for every
+    feature of ``centers`` and trust the centers' values: a width mismatch, no center or a
+    non-finite one is refused here, before they run."""
     if X.ndim != 2 or np.ndim(centers) != 2 or X.shape[1] != np.shape(centers)[1]:
         raise ValueError(f"Argument 'X' has shape {X.shape}, but the centers have "
                          f"{np.shape(centers)[-1]} features")
     n, d = X.shape
     centers = np.array(centers, dtype=np.float64, order="C")
+    k = centers.shape[0]
+    if k < 1 or not np.isfinite(centers).all():
+        raise ValueError(f"Argument 'centers' must be at least one row of finite values, got "
+                         f"shape {centers.shape} (finite: {bool(np.isfinite(centers).all())})")
     labels = np.empty(n, dtype=np.int64)
     distances = np.empty(n)
-    k = centers.shape[0]
     if (n >= _ASSIGN_SCREEN_MIN_ROWS and uses_screen(d, k)
             and (d * k >= _ASSIGN_SCREEN_MIN_WORK or d > LANES_MAX_FEATURES)):
         margin, single = bound_settings(X, centers, scale)

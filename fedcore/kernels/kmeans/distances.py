@@ -116,13 +116,9 @@ def nearest_two(X, i, centers_t, buf):
     return a, dist, second
 
 
-def _is_matrix(a, dtype):
-    return (isinstance(a, types.Array) and a.ndim == 2 and a.layout == "C"
-            and a.dtype == dtype)
-
-
-def _is_vector(a, dtype):
-    return (isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C"
+def _is_array(a, ndim, dtype):
+    """Whether the Numba type ``a`` is a C-contiguous ``ndim``-dimensional array of ``dtype``."""
+    return (isinstance(a, types.Array) and a.ndim == ndim and a.layout == "C"
             and a.dtype == dtype)
 
 
@@ -140,9 +136,9 @@ def nearest_lanes(typingctx, block_t, centers_t, start, best, second, arg):
     over rows would load and store it at every feature. The caller guarantees
     ``start + LANE_ROWS <= m``; nothing is checked.
     """
-    if not (_is_matrix(block_t, types.float64) and _is_matrix(centers_t, types.float64)
-            and isinstance(start, types.Integer) and _is_vector(best, types.float64)
-            and _is_vector(second, types.float64) and _is_vector(arg, types.int64)):
+    if not (_is_array(block_t, 2, types.float64) and _is_array(centers_t, 2, types.float64)
+            and isinstance(start, types.Integer) and _is_array(best, 1, types.float64)
+            and _is_array(second, 1, types.float64) and _is_array(arg, 1, types.int64)):
         return None
 
     def codegen(context, builder, signature, args):

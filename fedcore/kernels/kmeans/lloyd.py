@@ -661,7 +661,8 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
     for i in range(start, stop):  # rows with a bound, and rows to scan (their order is free)
         if lower[i] > 0.0:
             a = labels[i]
-            if lazy:  # branch-free: the row is written, and counted only if it fails
+            kept = False  # branch-free: the row is written, and counted only if not kept
+            if lazy:
                 up = distances[i]
                 low = lower[i]
                 kept = up + margin < max(low, half_sep[a])
@@ -672,13 +673,9 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
                     known[m] = -1.0
                     m += not kept
                     continue
-                bounded[c] = i
-                which[c] = a
-                c += not kept
-                continue
             bounded[c] = i
             which[c] = a
-            c += 1
+            c += not kept
         else:
             pending[m] = i
             known[m] = -1.0

@@ -222,6 +222,20 @@ def test_assign_screened_equals_the_exact_scan(monkeypatch, dtype, d, k, scale, 
     np.testing.assert_array_equal(dist.view(np.int64), expected_dist.view(np.int64))
 
 
+def test_assign_refuses_no_center_and_non_finite_centers():
+    """assign checks the centers it hands to the kernels: none, or a NaN or inf, is refused with
+    the argument's name; a fitted model whose centers were altered cannot predict."""
+    from fedcore.algorithms.kmeans.lloyd import assign
+    X = np.random.default_rng(0).random((200, 70))
+    for centers in (np.empty((0, 70)), np.full((3, 70), np.nan), np.full((3, 70), np.inf)):
+        with pytest.raises(ValueError, match="'centers'"):
+            assign(X, centers)
+    km = fedcore.KMeans(3, random_state=0).fit(X)
+    km.cluster_centers_[1, 5] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        km.predict(X)
+
+
 def test_same_seed_same_model_and_n_init():
     X = _blobs(4)
     a = fedcore.KMeans(6, n_init=3, random_state=7).fit(X)
