@@ -608,6 +608,17 @@ def test_lazy_estep_through_late_relocations_of_small_distances():
     assert late >= 6
 
 
+def _grid_with_ties(rng):
+    """``(X, k)``: 100-2000 integer grid points of 16-40 features, 30% moved by one unit along
+    one axis (many rows at exactly equal distances), and more clusters than points."""
+    d, k, n = int(rng.integers(16, 40)), int(rng.integers(8, 24)), int(rng.integers(100, 2000))
+    points = int(rng.integers(3, k))
+    X = rng.integers(-3, 4, size=(points, d)).astype(np.float64)[rng.integers(0, points, n)]
+    moved = rng.random(n) < 0.3
+    X[moved, rng.integers(0, d, moved.sum())] += rng.choice([-1.0, 1.0], moved.sum())
+    return X, k
+
+
 def test_lazy_estep_relocates_by_exact_distances_among_ties():
     # Integer grid points, some moved by one unit along one axis: many rows at exactly equal
     # distances from their centers, and more clusters than points, so clusters empty at every
@@ -618,14 +629,126 @@ def test_lazy_estep_relocates_by_exact_distances_among_ties():
     late = 0
     for seed in range(12):
         rng = np.random.default_rng(seed)
-        d, k, n = int(rng.integers(16, 40)), int(rng.integers(8, 24)), int(rng.integers(100, 2000))
-        points = int(rng.integers(3, k))
-        X = rng.integers(-3, 4, size=(points, d)).astype(np.float64)[rng.integers(0, points, n)]
-        moved = rng.random(n) < 0.3
-        X[moved, rng.integers(0, d, moved.sum())] += rng.choice([-1.0, 1.0], moved.sum())
+        X, k = _grid_with_ties(rng)
         X *= float(rng.choice([1e-3, 1.0, 1e3]))
         late += _lazy_run_equals_recorded(X, rng, k, 20)
     assert late >= 4
+
+
+def _spied_lazy_run(monkeypatch, X, w, init, max_iter, screen, force_split):
+    """A lazy Lloyd run (no record) as Python over the compiled steps, with spies: returns the
+    run as (centers, labels, distances, inertia, n_iter) and its steps, one letter each: "S" a
+    split E-step (labels compared before the sums), "R" a relocation of an empty cluster, "C" one
+    that took a row from a cluster the split E-step did not sum.
+    ``force_split``: every E-step after the first is split (exact whatever the rule says)."""
+    from fedcore.kernels.kmeans import lloyd
+    steps = []
+    dirty = []
+    compare, relocate, unsettled = (lloyd._loosen_and_compare, lloyd.relocate_empty,
+                                    lloyd._unsettled)
+
+    def spy_compare(*args):
+        if not args[6]:  # loosen False: the comparison before the sums of a split E-step
+            steps.append("S")
+        return compare(*args)
+
+    def spy_unsettled(touched, changed, settled, out):
+        count = unsettled(touched, changed, settled, out)
+        dirty[:] = [out]
+        return 0 if force_split else count
+
+    def spy_relocate(X, weights, distances, labels, lower, center_sums, weight_sums):
+        before = labels.copy()
+        relocate(X, weights, distances, labels, lower, center_sums, weight_sums)
+        if (before != labels).any():
+            steps.append("R")
+            if steps[-2:-1] == ["S"] and not dirty[0][before[before != labels]].all():
+                steps.append("C")
+
+    monkeypatch.setattr(lloyd, "_loosen_and_compare", spy_compare)
+    monkeypatch.setattr(lloyd, "relocate_empty", spy_relocate)
+    monkeypatch.setattr(lloyd, "_unsettled", spy_unsettled)
+    if force_split:
+        monkeypatch.setattr(lloyd, "SPLIT_MIN_ROW_BYTES", 0)
+    n, d = X.shape
+    k = init.shape[0]
+    centers = init.copy()
+    labels, dist = np.full(n, -7), np.full(n, np.nan)
+    inertia, n_iter, _ = lloyd._lloyd_loop.py_func(
+        X, w, centers, max_iter, 0.0, 1e-12, labels, dist, np.empty((k, d)), np.empty(k),
+        lloyd._wave_size(n, k, d), False, lloyd.make_screen(d, k, True, screen), None, None)
+    monkeypatch.undo()
+    return (centers, labels, dist, inertia, n_iter), "".join(steps)
+
+
+def _recorded_run(X, w, init, max_iter):
+    """The same run recorded (compiled): every distance computed, every cluster summed."""
+    from fedcore.kernels.kmeans.lloyd import lloyd_core
+    centers = init.copy()
+    labels, dist = np.full(X.shape[0], -7), np.full(X.shape[0], np.nan)
+    inertia, n_iter, _ = lloyd_core(X, w, centers, max_iter, 0.0, 1e-12, labels, dist,
+                                    record=True)
+    return centers, labels, dist, inertia, n_iter
+
+
+def test_split_estep_through_relocations(monkeypatch):
+    # A split E-step sums only the clusters whose rows changed, and keeps the others' centers:
+    # the same bits as summing every cluster, also when a cluster empties in a split E-step
+    # (every center is then taken from its sums, which relocation changed). Every E-step after
+    # the first is split here, screened and by the exact scan, against the recorded run.
+    # Integer grid points with ties and more clusters than points (relocations at most
+    # E-steps), scaled so that sums depend on their order (a sum less a row is not the sum
+    # without it); and small problems where a split E-step relocates a row of a cluster it did
+    # not sum (found by search: 5 in the first 4,200 seeds of this recipe).
+    steps = ""
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        X, k = _grid_with_ties(rng)
+        n, d = X.shape
+        X = X * 0.37 + rng.normal(scale=0.01, size=d) * (rng.random((n, 1)) < 0.1)
+        w = rng.integers(1, 4, size=n).astype(np.float64)
+        init = X[rng.choice(n, k, replace=False)].copy()
+        init[1] = init[0]
+        for screen in (True, False):
+            run, seen = _spied_lazy_run(monkeypatch, X, w, init, 20, screen, True)
+            _assert_same_runs(_recorded_run(X, w, init, 20), run)
+            steps += seen + "|"
+    for seed in (2264, 2775, 3912, 3914, 4194):
+        rng = np.random.default_rng(seed)
+        d, k, n = int(rng.integers(1, 4)), int(rng.integers(3, 9)), int(rng.integers(9, 40))
+        X = (rng.integers(0, 6, size=(n, d)) * 0.37
+             + rng.normal(scale=0.01, size=(n, d)) * (rng.random((n, 1)) < 0.5))
+        w = rng.integers(1, 6, size=n).astype(np.float64)
+        init = X[rng.choice(n, k, replace=False)].copy()
+        for max_iter in (2, 20):  # (2: the run ends on the centers of the split E-step)
+            run, seen = _spied_lazy_run(monkeypatch, X, w, init, max_iter, True, True)
+            _assert_same_runs(_recorded_run(X, w, init, max_iter), run)
+            steps += seen + "|"
+    assert steps.count("SR") >= 8 and steps.count("C") >= 5
+
+
+@pytest.mark.parametrize("d, k, dtype", [(24, 10, np.float64), (40, 30, np.float32)])
+def test_split_estep_by_its_rule_equals_every_cluster_summed(monkeypatch, d, k, dtype):
+    # Separated blobs and more centers than blobs, two of them equal: after the first E-steps
+    # only the clusters that share a blob change, so the rule splits the E-steps (several
+    # chunks of rows); compiled and as Python, the same bits as the recorded run.
+    from fedcore.kernels.kmeans.lloyd import lloyd_run
+    rng = np.random.default_rng(d)
+    n = 2 * CHUNK + 101
+    blobs = rng.normal(size=(k - 3, d)) * 20.0
+    X = (blobs[rng.integers(0, k - 3, n)] + rng.normal(size=(n, d))).astype(dtype)
+    w = rng.integers(1, 4, size=n).astype(np.float64)
+    init = X[rng.choice(n, k, replace=False)].astype(np.float64)
+    init[1] = init[0]
+    recorded = _recorded_run(X, w, init, 25)
+    for screen in (True, False):
+        run, steps = _spied_lazy_run(monkeypatch, X, w, init, 25, screen, False)
+        assert steps.count("S") >= 2
+        _assert_same_runs(recorded, run)
+        centers = init.copy()
+        labels, dist = np.full(n, -7), np.full(n, np.nan)
+        inertia, n_iter = lloyd_run(X, w, centers, 25, 0.0, 1e-12, labels, dist, screen=screen)
+        _assert_same_runs(recorded, (centers, labels, dist, inertia, n_iter))
 
 
 @pytest.mark.parametrize("k, d, dtype", [(512, 512, np.float32), (40, 20, np.float64),
