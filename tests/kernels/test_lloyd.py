@@ -846,13 +846,13 @@ def test_kmeans_screens_large_problems_with_the_same_result(monkeypatch):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("d", [1, 3, 50])
 def test_own_distances_four_rows_at_a_time_equal_own_distance(dtype, d):
-    """The four interleaved sums (any count of rows, any row order, repeated rows) are
-    own_distance's, bit for bit."""
+    """The four (then two) interleaved sums (any count of rows, any row order, repeated rows)
+    are own_distance's, bit for bit."""
     from fedcore.kernels.kmeans.distances import own_distance, own_distances
     rng = np.random.default_rng(d)
     X = (rng.standard_normal((40, d)) * 100).astype(dtype)
     centers = rng.standard_normal((6, d))
-    for m in (0, 1, 3, 4, 7, 22):
+    for m in (0, 1, 2, 3, 4, 6, 7, 22):
         rows = rng.integers(0, 40, size=m)
         which = rng.integers(0, 6, size=m)
         out = np.full(m, np.nan)

@@ -64,9 +64,10 @@ def own_distances(X, rows, centers, which, out):
     """OUT ``out[r]``: :func:`own_distance` from ``X[rows[r]]`` to ``centers[which[r]]``, the
     same bits, for ``r < rows.shape[0]``.
 
-    Four rows at a time: each sum is still one chain in feature order, but four independent
-    chains run side by side instead of each row waiting on its own d additions in turn (wide rows
-    are latency-bound: about 4 cycles per feature on one chain).
+    Four rows at a time (then two): each sum is still one chain in feature order, but
+    independent chains run side by side instead of each row waiting on its own d additions in
+    turn (wide rows are latency-bound: about 4 cycles per feature on one chain). The same row may
+    appear several times (its distances to several centers).
     """
     m = rows.shape[0]
     full = m - m % 4
@@ -84,8 +85,18 @@ def own_distances(X, rows, centers, which, out):
             s2 += t2 * t2
             s3 += t3 * t3
         out[r], out[r + 1], out[r + 2], out[r + 3] = s0, s1, s2, s3
-    for r in range(full, m):
-        out[r] = own_distance(X, rows[r], centers, which[r])
+    if m - full >= 2:
+        i0, i1, a0, a1 = rows[full], rows[full + 1], which[full], which[full + 1]
+        s0 = s1 = 0.0
+        for f in range(X.shape[1]):
+            t0 = np.float64(X[i0, f]) - centers[a0, f]
+            t1 = np.float64(X[i1, f]) - centers[a1, f]
+            s0 += t0 * t0
+            s1 += t1 * t1
+        out[full], out[full + 1] = s0, s1
+        full += 2
+    if full < m:
+        out[full] = own_distance(X, rows[full], centers, which[full])
 
 
 @njit(inline="always")

@@ -371,7 +371,9 @@ class ScreenScratch(NamedTuple):
     the product's precision), the two smallest approximations (in the product's precision) and
     the first center at the smallest (int32); per row, their exact distances to the best
     approximation, the rows whose exact distance to it is not yet known (``todo``: their
-    positions in the block) and those distances (``todo_exact``)."""
+    positions in the block) and those distances (``todo_exact``); per center, a row's candidates
+    (``cand``), those whose exact distance is not yet known (``cand_rows``, ``cand_which``) and
+    those distances (``cand_exact``)."""
     norms: np.ndarray
     norms_p: np.ndarray
     exact: np.ndarray
@@ -382,6 +384,10 @@ class ScreenScratch(NamedTuple):
     todo_rows: np.ndarray
     todo_which: np.ndarray
     todo_exact: np.ndarray
+    cand: np.ndarray
+    cand_rows: np.ndarray
+    cand_which: np.ndarray
+    cand_exact: np.ndarray
 
 
 class Nearest(NamedTuple):
@@ -534,6 +540,8 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
         root_max = max(root_max, screen.roots[j])
     # Exact distances to the best approximations (usually the previous label, already known).
     exact, todo = scratch.exact, scratch.todo
+    cand, cand_rows = scratch.cand, scratch.cand_rows
+    cand_which, cand_exact = scratch.cand_which, scratch.cand_exact
     t = 0
     for r in range(m):
         c = _column(rows, r, first, direct)
@@ -580,18 +588,31 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
                 lower[i] = np.sqrt(max(m2[c] - err_max - slack, 0.0))
                 continue
         else:  # every center whose interval reaches the upper bound, exactly
-            dist = np.inf
+            n_cand = 0  # the candidates in ascending order; their distances side by side
+            n_new = 0
             for j in range(k):
                 offset = screen.offsets[j] if direct else screen.norms[j]
                 approx = nx - 2.0 * np.float64(out[j, c]) + offset
                 if approx - err_max <= top:
-                    if j == best and exact[r] >= 0.0:
-                        e = exact[r]
-                    else:
-                        e = own_distance(X, i, centers, j)
-                    if e < dist:  # ascending j: the lowest index wins ties
-                        dist = e
-                        a = j
+                    cand[n_cand] = j
+                    n_cand += 1
+                    if j != best or exact[r] < 0.0:
+                        cand_rows[n_new] = i
+                        cand_which[n_new] = j
+                        n_new += 1
+            own_distances(X, cand_rows[:n_new], centers, cand_which, cand_exact)
+            dist = np.inf
+            q = 0
+            for p in range(n_cand):
+                j = cand[p]
+                if j == best and exact[r] >= 0.0:
+                    e = exact[r]
+                else:
+                    e = cand_exact[q]
+                    q += 1
+                if e < dist:  # ascending j: the lowest index wins ties
+                    dist = e
+                    a = j
         labels[i] = a
         distances[i] = np.sqrt(dist) if lazy else dist
         # Every other center j has d(x, c_j) >= approx_j - err_max >= (m2 if a is best else m1).
@@ -734,13 +755,16 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
     m += failed
     if screen is not None:
         dtype = screen.shifted.dtype
-        rb = _screen_rows(centers.shape[0], X.shape[1], direct)
+        k = centers.shape[0]
+        rb = _screen_rows(k, X.shape[1], direct)
         cols = rb + rb // _DIRECT_GAPS  # a block read directly may span gaps
         scratch = ScreenScratch(np.empty(cols), np.empty(cols, dtype=dtype), np.empty(rb),
                                 np.empty(cols, dtype=dtype), np.empty(cols, dtype=dtype),
                                 np.empty(cols, dtype=np.int32), np.empty(rb, dtype=np.int64),
                                 np.empty(rb, dtype=np.int64), np.empty(rb, dtype=np.int32),
-                                np.empty(rb))
+                                np.empty(rb), np.empty(k, dtype=np.int64),
+                                np.empty(k, dtype=np.int64), np.empty(k, dtype=np.int64),
+                                np.empty(k))
         for b in range(0, m, rb):
             e = min(m, b + rb)
             direct = _screen_block(X, pending[b:e], known[b:e], centers, screen, scratch,
