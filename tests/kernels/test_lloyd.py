@@ -640,20 +640,21 @@ def _spied_lazy_run(monkeypatch, X, w, init, max_iter, screen, force_split):
     run as (centers, labels, distances, inertia, n_iter) and its steps, one letter each: "S" a
     split E-step (labels compared before the sums), "R" a relocation of an empty cluster, "C" one
     that took a row from a cluster the split E-step did not sum.
-    ``force_split``: every E-step after the first is split (exact whatever the rule says)."""
+    ``force_split``: every E-step that follows one without a relocation is split (exact
+    whatever the count of changed clusters)."""
     from fedcore.kernels.kmeans import lloyd
     steps = []
     dirty = []
-    compare, relocate, unsettled = (lloyd._loosen_and_compare, lloyd.relocate_empty,
-                                    lloyd._unsettled)
+    compare, relocate, changed_clusters = (lloyd._loosen_and_compare, lloyd.relocate_empty,
+                                           lloyd._changed_clusters)
 
     def spy_compare(*args):
         if not args[6]:  # loosen False: the comparison before the sums of a split E-step
             steps.append("S")
         return compare(*args)
 
-    def spy_unsettled(touched, changed, settled, out):
-        count = unsettled(touched, changed, settled, out)
+    def spy_changed(touched, changed, out):
+        count = changed_clusters(touched, changed, out)
         dirty[:] = [out]
         return 0 if force_split else count
 
@@ -667,7 +668,7 @@ def _spied_lazy_run(monkeypatch, X, w, init, max_iter, screen, force_split):
 
     monkeypatch.setattr(lloyd, "_loosen_and_compare", spy_compare)
     monkeypatch.setattr(lloyd, "relocate_empty", spy_relocate)
-    monkeypatch.setattr(lloyd, "_unsettled", spy_unsettled)
+    monkeypatch.setattr(lloyd, "_changed_clusters", spy_changed)
     if force_split:
         monkeypatch.setattr(lloyd, "SPLIT_MIN_ROW_BYTES", 0)
     n, d = X.shape
@@ -694,8 +695,8 @@ def _recorded_run(X, w, init, max_iter):
 def test_split_estep_through_relocations(monkeypatch):
     # A split E-step sums only the clusters whose rows changed, and keeps the others' centers:
     # the same bits as summing every cluster, also when a cluster empties in a split E-step
-    # (every center is then taken from its sums, which relocation changed). Every E-step after
-    # the first is split here, screened and by the exact scan, against the recorded run.
+    # (every center is then taken from its sums, which relocation changed). Every E-step that
+    # can be is split here, screened and by the exact scan, against the recorded run.
     # Integer grid points with ties and more clusters than points (relocations at most
     # E-steps), scaled so that sums depend on their order (a sum less a row is not the sum
     # without it); and small problems where a split E-step relocates a row of a cluster it did
@@ -730,25 +731,33 @@ def test_split_estep_through_relocations(monkeypatch):
 @pytest.mark.parametrize("d, k, dtype", [(24, 10, np.float64), (40, 30, np.float32)])
 def test_split_estep_by_its_rule_equals_every_cluster_summed(monkeypatch, d, k, dtype):
     # Separated blobs and more centers than blobs, two of them equal: after the first E-steps
-    # only the clusters that share a blob change, so the rule splits the E-steps (several
-    # chunks of rows); compiled and as Python, the same bits as the recorded run.
+    # only the clusters that share the first blob change, so the rule splits the E-steps; some
+    # rows weigh nothing. As Python over the compiled steps (spied) and compiled, serial and on two
+    # threads (4 chunks of rows: the parallel loop), the same bits as the recorded run.
     from fedcore.kernels.kmeans.lloyd import lloyd_run
     rng = np.random.default_rng(d)
-    n = 2 * CHUNK + 101
+    n = 4 * CHUNK + 101
     blobs = rng.normal(size=(k - 3, d)) * 20.0
     X = (blobs[rng.integers(0, k - 3, n)] + rng.normal(size=(n, d))).astype(dtype)
-    w = rng.integers(1, 4, size=n).astype(np.float64)
-    init = X[rng.choice(n, k, replace=False)].astype(np.float64)
+    w = rng.integers(0, 4, size=n).astype(np.float64)
+    # One center near each blob but the first, which gets four (two of them equal).
+    init = np.vstack([blobs[:1] + rng.normal(size=(4, d)),
+                      blobs[1:] + rng.normal(size=(k - 4, d))])
     init[1] = init[0]
     recorded = _recorded_run(X, w, init, 25)
+
+    def compiled(screen):
+        centers = init.copy()
+        labels, dist = np.full(n, -7), np.full(n, np.nan)
+        inertia, n_iter = lloyd_run(X, w, centers, 25, 0.0, 1e-12, labels, dist, screen=screen)
+        return centers, labels, dist, inertia, n_iter
+
     for screen in (True, False):
         run, steps = _spied_lazy_run(monkeypatch, X, w, init, 25, screen, False)
         assert steps.count("S") >= 2
         _assert_same_runs(recorded, run)
-        centers = init.copy()
-        labels, dist = np.full(n, -7), np.full(n, np.nan)
-        inertia, n_iter = lloyd_run(X, w, centers, 25, 0.0, 1e-12, labels, dist, screen=screen)
-        _assert_same_runs(recorded, (centers, labels, dist, inertia, n_iter))
+        for threads in (1, 2):
+            _assert_same_runs(recorded, _with_threads(threads, lambda: compiled(screen)))
 
 
 @pytest.mark.parametrize("k, d, dtype", [(512, 512, np.float32), (40, 20, np.float64),

@@ -477,9 +477,10 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     are (:func:`direct_eps`), and the rows between them are screened too but not used. Then the
     exact distances to the best approximations: ``known[r]`` (>= 0) is row ``r``'s distance to
     its previous label, computed by the bound test; the others four rows at a time
-    (:func:`~fedcore.kernels.kmeans.distances.own_distances`). ``lazy``: ``distances`` gets
-    upper bounds on the distance (not squared) instead, and a row whose label the product proves
-    alone gets no exact distance (its bound is the product's). ``scratch``:
+    (:func:`~fedcore.kernels.kmeans.distances.own_distances`), and so the candidates of a row
+    whose approximations leave several (side by side, then the first smallest). ``lazy``:
+    ``distances`` gets upper bounds on the distance (not squared) instead, and a row whose label
+    the product proves alone gets no exact distance (its bound is the product's). ``scratch``:
     :class:`ScreenScratch`. Returns whether reading the rows directly kept the error bounds
     within ``_DIRECT_LOOSER`` times the shifted rows' (where it did not, as for rows far from the
     origin, the caller shifts the rows for the rest of the E-step).
@@ -1156,12 +1157,13 @@ def _loosen_and_compare(labels, labels_old, lower, upper, lazy, drifts, loosen, 
                         touched, changed):
     """The bound update of [Hamerly] (each row's lower bound drops by the largest move of a center
     other than its own; after a lazy E-step, its upper bound rises by its own center's move) if
-    ``loosen``, and the label check if ``compare``, in one pass over chunks of rows. The check
-    sets ``labels_old`` to ``labels`` and OUT ``changed[c]``: a label of chunk ``c`` changed; with
+    ``loosen``, then ``labels_old`` is set to ``labels``; and before that the label check if
+    ``compare``, in one pass over chunks of rows. The check returns whether a label differs from
+    ``labels_old`` (False without it), OUT ``changed[c]``: a label of chunk ``c`` differs; with
     ``mark``, OUT ``touched[c, j]``: a row of chunk ``c`` left or joined cluster ``j`` (the rows
-    of chunks without a change are not cleared). Returns whether a label changed (False without
-    ``compare``). Pass the flags as constants where the loop is hot: marking keeps the compiler
-    from vectorizing it (uniform 1e5 x 10, k = 10: 2-3% slower fits)."""
+    of chunks without a change are not cleared). Pass the flags as constants where the loop is
+    hot: marking keeps the compiler from vectorizing it (uniform 1e5 x 10, k = 10: 2-3% slower
+    fits)."""
     top, top_j, runner = top_two(drifts)
     n = labels.shape[0]
     for c in prange(changed.shape[0]):
@@ -1172,13 +1174,17 @@ def _loosen_and_compare(labels, labels_old, lower, upper, lazy, drifts, loosen, 
                 lower[i] -= runner if a == top_j else top
                 if lazy:
                     upper[i] += drifts[a]
-            if compare and a != labels_old[i]:
-                if mark:
-                    if not flag:
-                        touched[c] = False
-                    touched[c, a] = True
-                    touched[c, labels_old[i]] = True
-                flag = True
+            if compare:
+                old = labels_old[i]
+                if a != old:
+                    if mark:
+                        if not flag:
+                            touched[c] = False
+                        touched[c, a] = True
+                        if old >= 0:  # (-1 before the first E-step)
+                            touched[c, old] = True
+                    flag = True
+            if loosen:
                 labels_old[i] = a
         if compare:
             changed[c] = flag
@@ -1190,13 +1196,11 @@ def _loosen_and_compare(labels, labels_old, lower, upper, lazy, drifts, loosen, 
 
 
 @njit(inline="always")
-def _unsettled(touched, changed, settled, dirty):
-    """OUT ``dirty[j]``: cluster ``j`` must be summed again, because a row left or joined it
-    (``touched`` and ``changed`` of :func:`_loosen_and_compare`) or its center is not the mean of
-    its rows (``settled[j]`` False). Returns how many are."""
+def _changed_clusters(touched, changed, dirty):
+    """OUT ``dirty[j]``: a row left or joined cluster ``j`` (``touched`` and ``changed`` of
+    :func:`_loosen_and_compare`). Returns how many did."""
     k = dirty.shape[0]
-    for j in range(k):
-        dirty[j] = not settled[j]
+    dirty[:] = False
     for c in range(changed.shape[0]):
         if changed[c]:
             for j in range(k):
@@ -1260,13 +1264,14 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     partials of each chunk, ``_SPAN_BYTES`` of rows at a time, the sums in row order), then
     merges the wave's partials in chunk order (``wave`` chunks at a time, :func:`_wave_size`).
 
-    A lazy E-step is split where at most half the clusters changed in the last one (rows of
-    ``SPLIT_MIN_ROW_BYTES`` or more): the E-step first, then the labels are compared with the
-    last E-step's, and only the clusters that a row left or joined (or whose center is not the
-    mean of its rows, after a relocation or at the start) are summed, by the same chunk partials
-    in the same order; the others' sums, and so their centers, would come out the same bits.
-    On clustered data most clusters settle after a few iterations, and their rows are no longer
-    read (blobs 1e5 x 784, k = 10: 1.3-1.4x faster).
+    A lazy E-step is split where at most half the clusters changed in the last one, which moved
+    no row by relocation (rows of ``SPLIT_MIN_ROW_BYTES`` or more): the E-step first, then the
+    labels are compared with the last E-step's, and only the clusters that a row left or joined
+    are summed, by the same chunk partials in the same order. Every center is then the mean of
+    its rows as summed in the last E-step, so the others' sums, and so their centers, would come
+    out the same bits. On clustered data most clusters settle after a few iterations, and their
+    rows are no longer read (blobs 1e5 x 784, k = 10: 1.3-1.4x faster). A relocation within a
+    split E-step takes every center from its sums (the moved row's cluster lost it).
     """
     n, d = X.shape
     k = centers.shape[0]
@@ -1301,11 +1306,9 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     buf = np.empty(k)
     changed = np.empty(n_chunks, dtype=np.bool_)
     # Lazy runs of wide enough rows may split E-steps: whether a row of chunk c left or joined
-    # cluster j in the last E-step, whether center j is the mean of its rows, as summed, and
-    # whether the next E-step is split.
+    # cluster j in the last E-step, and whether the next E-step is split.
     splits = lazy_run and d * X.itemsize >= SPLIT_MIN_ROW_BYTES
     touched = np.empty((n_chunks if splits else 0, k), dtype=np.bool_)
-    settled = np.zeros(k, dtype=np.bool_)
     every = np.ones(k, dtype=np.bool_)
     split = False
     n_dirty = k
@@ -1376,7 +1379,7 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
             if split:  # only the clusters whose rows changed are summed again (see above)
                 changes = _loosen_and_compare(labels, labels_old, lower, distances, lazy, drifts,
                                               False, True, True, touched, changed)
-                n_dirty = _unsettled(touched, changed, settled, dirty)
+                n_dirty = _changed_clusters(touched, changed, dirty)
                 _clear(center_sums, weight_sums, dirty)
                 for first in range(0, n_chunks, wave):
                     n_parts = min(wave, n_chunks - first)
@@ -1415,19 +1418,24 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
             dirty[:] = True
         shift = _update_centers(centers, center_sums, weight_sums, take_prior or split, dirty,
                                 next_prior, drifts)
-        if split:  # (labels compared before the sums: again only for relocated rows)
-            changes = _loosen_and_compare(labels, labels_old, lower, distances, lazy, drifts,
-                                          True, moved, False, touched, changed) or changes
-        elif splits:  # (each call with constant flags: see _loosen_and_compare)
+        # The labels after any relocation against the last E-step's (each call with constant
+        # flags where it can: see _loosen_and_compare).
+        if split:  # (compared before the sums: again only if a relocation changed labels)
+            relocated = _loosen_and_compare(labels, labels_old, lower, distances, lazy, drifts,
+                                            True, moved, False, touched, changed)
+            changes = relocated if moved else changes
+        elif splits:
             changes = _loosen_and_compare(labels, labels_old, lower, distances, lazy, drifts,
                                           True, True, True, touched, changed)
-            n_dirty = _unsettled(touched, changed, settled, dirty)
         else:
             changes = _loosen_and_compare(labels, labels_old, lower, distances, lazy, drifts,
                                           True, True, False, touched, changed)
-        # A center is the mean of its rows' sums unless a relocation moved rows.
-        for j in range(k):
-            settled[j] = splits and not moved and weight_sums[j] > 0.0
+        if splits and not split:
+            n_dirty = _changed_clusters(touched, changed, dirty)
+        # Every center is now the mean of its rows, as summed, unless a relocation moved rows or
+        # a cluster stayed empty (then moved is set): only then may the next E-step be split.
+        if moved:
+            n_dirty = k
         split = splits and 2 * n_dirty <= k
         if not changes or shift <= tol:
             max_iter = it + 1  # one more pass: the final E-step
