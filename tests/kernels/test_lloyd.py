@@ -853,17 +853,20 @@ def test_kmeans_screens_large_problems_with_the_same_result(monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("d", [1, 3, 50])
-def test_own_distances_four_rows_at_a_time_equal_own_distance(dtype, d):
-    """The four (then two) interleaved sums (any count of rows, any row order, repeated rows)
-    are own_distance's, bit for bit."""
-    from fedcore.kernels.kmeans.distances import own_distance, own_distances
+@pytest.mark.parametrize("d", [1, 3, 7, 8, 13, 50])
+@pytest.mark.parametrize("layout", ["C", "strided"])
+def test_own_distances_side_by_side_equal_own_distance(dtype, d, layout):
+    """The rows in vector lanes (own_lanes: eight at a time, features by whole vectors and one
+    at a time), then four and two interleaved sums (any count of rows, any row order, repeated
+    rows, int32 or int64 centers, rows of a strided X) are own_distance's, bit for bit."""
+    from fedcore.kernels.kmeans.distances import OWN_ROWS, own_distance, own_distances
     rng = np.random.default_rng(d)
-    X = (rng.standard_normal((40, d)) * 100).astype(dtype)
+    X = (rng.standard_normal((40, 2 * d)) * 100).astype(dtype)
+    X = np.ascontiguousarray(X[:, :d]) if layout == "C" else X[:, ::2]
     centers = rng.standard_normal((6, d))
-    for m in (0, 1, 2, 3, 4, 6, 7, 22):
+    for m in (0, 1, 2, 3, 4, 6, 7, OWN_ROWS, OWN_ROWS + 1, 2 * OWN_ROWS + 7, 41):
         rows = rng.integers(0, 40, size=m)
-        which = rng.integers(0, 6, size=m)
+        which = rng.integers(0, 6, size=m).astype(np.int32 if m % 2 else np.int64)
         out = np.full(m, np.nan)
         own_distances(X, rows, centers, which, out)
         expected = np.array([own_distance(X, i, centers, a) for i, a in zip(rows, which)])
