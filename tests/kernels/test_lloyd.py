@@ -782,6 +782,38 @@ def test_screen_in_other_blocks_equals_the_plain_scan(k, d, dtype):
     _assert_same_runs(*runs)
 
 
+@pytest.mark.parametrize("direct", [False, True])
+def test_screen_lower_bounds_hold_for_rows_of_mixed_scales(direct):
+    """The screen's contract: exact labels and distances, and ``lower`` at most the distance to
+    every other center. Float32 products of rows at two scales (near the origin and 300 away,
+    shuffled, so that the candidates of one group of rows come at both scales, each with its own
+    error allowance), several centers close at each scale, so that most rows have several
+    candidates."""
+    from fedcore.kernels.kmeans.distances import own_distance
+    from fedcore.kernels.kmeans.lloyd import (_estep_rows, _refresh_screen, half_separation,
+                                              make_screen)
+    rng = np.random.default_rng(11)
+    d, k, n = 50, 10, 3000
+    centers = rng.standard_normal((k, d))
+    centers[:3] += 300.0  # three close centers far from the origin, seven near it
+    X = centers[rng.integers(0, k, n)] + 0.7 * rng.standard_normal((n, d))
+    X = X[rng.permutation(n)].astype(np.float32)
+    screen = make_screen(d, k, True, True)
+    _refresh_screen(centers, screen)
+    half_sep = np.empty(k)
+    half_separation(centers, half_sep)
+    sq_norms = (X.astype(np.float64) ** 2).sum(axis=1) if direct else np.empty(0)
+    labels, lower, dist = np.zeros(n, dtype=np.int64), np.zeros(n), np.full(n, np.nan)
+    _estep_rows(X, centers, np.ascontiguousarray(centers.T), screen, half_sep, 1e-9, 0, n,
+                labels, lower, dist, False, True, sq_norms, direct)
+    exact = np.array([[own_distance(X, i, centers, j) for j in range(k)] for i in range(n)])
+    np.testing.assert_array_equal(labels, exact.argmin(axis=1))
+    np.testing.assert_array_equal(dist, exact.min(axis=1))
+    exact[np.arange(n), labels] = np.inf
+    assert (lower <= np.sqrt(exact.min(axis=1)) * (1.0 + 1e-12)).all()
+    assert (lower > 0.0).mean() > 0.9  # (bounds that say something)
+
+
 def test_one_blas_thread_restores_the_limits_whatever_order_contexts_leave_in():
     """Overlapping contexts (as from fits or predictions in two threads) leaving in the order
     they entered: BLAS stays at one thread until the last leaves, then has its limits back."""
@@ -858,12 +890,13 @@ def test_kmeans_screens_large_problems_with_the_same_result(monkeypatch):
 def test_own_distances_side_by_side_equal_own_distance(dtype, d, layout):
     """The rows in vector lanes (own_lanes: eight at a time, features by whole vectors and one
     at a time), then four and two interleaved sums (any count of rows, any row order, repeated
-    rows, int32 or int64 centers, rows of a strided X) are own_distance's, bit for bit."""
+    rows, int32 or int64 center indices, rows of a strided X, float32 centers with float32 rows)
+    are own_distance's, bit for bit."""
     from fedcore.kernels.kmeans.distances import OWN_ROWS, own_distance, own_distances
     rng = np.random.default_rng(d)
     X = (rng.standard_normal((40, 2 * d)) * 100).astype(dtype)
     X = np.ascontiguousarray(X[:, :d]) if layout == "C" else X[:, ::2]
-    centers = rng.standard_normal((6, d))
+    centers = rng.standard_normal((6, d)).astype(dtype)  # (float64 is what Lloyd passes)
     for m in (0, 1, 2, 3, 4, 6, 7, OWN_ROWS, OWN_ROWS + 1, 2 * OWN_ROWS + 7, 41):
         rows = rng.integers(0, 40, size=m)
         which = rng.integers(0, 6, size=m).astype(np.int32 if m % 2 else np.int64)

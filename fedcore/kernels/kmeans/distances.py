@@ -73,7 +73,7 @@ def _by_lanes(X, rows, centers, which, out):
 
 @overload(_by_lanes, jit_options={"cache": NUMBA_CACHE})
 def _by_lanes_impl(X, rows, centers, which, out):
-    if X.layout != "C":  # (own_lanes reads each row as vectors)
+    if X.layout != "C" or centers.layout != "C":  # (own_lanes reads rows as vectors)
         return lambda X, rows, centers, which, out: 0
 
     def impl(X, rows, centers, which, out):
@@ -265,6 +265,12 @@ def nearest_lanes(typingctx, block_t, centers_t, start, best, second, arg):
     return types.void(block_t, centers_t, start, best, second, arg), codegen
 
 
+def _rows_array(a):
+    """Whether the Numba type ``a`` is a C-contiguous two-dimensional float32/float64 array."""
+    return (isinstance(a, types.Array) and a.ndim == 2 and a.layout == "C"
+            and a.dtype in (types.float32, types.float64))
+
+
 def _index_array(a):
     """Whether the Numba type ``a`` is a one-dimensional array of integers (any layout)."""
     return isinstance(a, types.Array) and a.ndim == 1 and isinstance(a.dtype, types.Integer)
@@ -280,19 +286,17 @@ def own_lanes(typingctx, X, rows, centers, which, start, out):
     registers (:func:`_transpose`), and each row's sum then takes its features in order, a
     product and a sum per feature, each rounded (no fused multiply-add), as
     :func:`own_distance` sums them; the features past the last whole vector one at a time.
-    ``X`` float32/float64 (n, d) C-contiguous; ``centers`` float64 (k, d) C-contiguous;
-    ``rows``, ``which``: integers, ``out`` float64, any layout. The caller guarantees the
-    indices; nothing is checked.
+    ``X`` (n, d) and ``centers`` (k, d) float32/float64, C-contiguous; ``rows``, ``which``:
+    integers, ``out`` float64, any layout. The caller guarantees the indices; nothing is
+    checked.
     """
-    if not (isinstance(X, types.Array) and X.ndim == 2 and X.layout == "C"
-            and X.dtype in (types.float32, types.float64) and _index_array(rows)
-            and _is_array(centers, 2, types.float64) and _index_array(which)
-            and isinstance(start, types.Integer) and isinstance(out, types.Array)
-            and out.ndim == 1 and out.dtype == types.float64):
+    if not (_rows_array(X) and _index_array(rows) and _rows_array(centers)
+            and _index_array(which) and isinstance(start, types.Integer)
+            and isinstance(out, types.Array) and out.ndim == 1 and out.dtype == types.float64):
         return None
 
     def codegen(context, builder, signature, args):
-        x_t, rows_t, _, which_t, start_t, out_t = signature.args
+        x_t, rows_t, c_t, which_t, start_t, out_t = signature.args
         data, row_ids, means, labels, dists = (
             context.make_array(signature.args[i])(context, builder, args[i])
             for i in (0, 1, 2, 3, 5))
@@ -300,9 +304,12 @@ def own_lanes(typingctx, X, rows, centers, which, start, out):
         first = context.cast(builder, args[4], start_t, types.intp)
         i32, i64 = ir.IntType(32), ir.IntType(64)
         real = ir.VectorType(ir.DoubleType(), _LANES)
-        single = x_t.dtype == types.float32
-        read = ir.VectorType(ir.FloatType() if single else ir.DoubleType(), _LANES)
-        width = x_t.dtype.bitwidth // 8
+
+        def vector(array_t):  # the vector type that reads ``_LANES`` elements of a row
+            return ir.VectorType(context.get_value_type(array_t.dtype), _LANES)
+
+        def widen(value, array_t, kind):  # (float32 rows or centers: exact in float64)
+            return builder.fpext(value, kind) if array_t.dtype == types.float32 else value
 
         def entry(array_t, array, r):  # element ``first + r`` of a one-dimensional array
             return cgutils.get_item_pointer(context, builder, array_t, array,
@@ -324,11 +331,11 @@ def own_lanes(typingctx, X, rows, centers, which, start, out):
             for v in range(_OWN_VECTORS):
                 diffs = []
                 for r in range(v * _LANES, (v + 1) * _LANES):
-                    x = builder.load(_lanes(builder, x_rows[r], f, read), align=width)
-                    if single:
-                        x = builder.fpext(x, real)
-                    c = builder.load(_lanes(builder, c_rows[r], f, real), align=8)
-                    diffs.append(builder.fsub(x, c))
+                    x = builder.load(_lanes(builder, x_rows[r], f, vector(x_t)),
+                                     align=x_t.dtype.bitwidth // 8)
+                    c = builder.load(_lanes(builder, c_rows[r], f, vector(c_t)),
+                                     align=c_t.dtype.bitwidth // 8)
+                    diffs.append(builder.fsub(widen(x, x_t, real), widen(c, c_t, real)))
                 total = builder.load(acc[v])
                 for t in _transpose(builder, diffs):  # (feature by feature, in order)
                     total = builder.fadd(total, builder.fmul(t, t))
@@ -338,10 +345,8 @@ def own_lanes(typingctx, X, rows, centers, which, start, out):
                 t = ir.Constant(real, ir.Undefined)
                 for lane in range(_LANES):
                     r = v * _LANES + lane
-                    x = builder.load(builder.gep(x_rows[r], [f]))
-                    if single:
-                        x = builder.fpext(x, ir.DoubleType())
-                    c = builder.load(builder.gep(c_rows[r], [f]))
+                    x = widen(builder.load(builder.gep(x_rows[r], [f])), x_t, ir.DoubleType())
+                    c = widen(builder.load(builder.gep(c_rows[r], [f])), c_t, ir.DoubleType())
                     t = builder.insert_element(t, builder.fsub(x, c), i32(lane))
                 builder.store(builder.fadd(builder.load(acc[v]), builder.fmul(t, t)), acc[v])
         for v in range(_OWN_VECTORS):

@@ -142,6 +142,10 @@ _DIRECT_GAPS = 8
 # Rows are read directly while the bounds this gives stay within this factor of the shifted
 # rows' (summed over a block): wider bounds send more rows to exact distances.
 _DIRECT_LOOSER = 2.0
+# The screen computes the exact distances of the candidates of several rows at once (several
+# centers' intervals reach a row's bound), groups of rows of at least this many candidates, side
+# by side in vector lanes (own_distances).
+_CANDIDATES = 64
 # A lazy E-step reads only the rows its bounds do not settle, scattered through X (first those
 # whose upper bound is tightened, then those screened), which the hardware prefetcher follows
 # poorly; the M-step sums then read every row. Rows of READ_AHEAD_MIN_BYTES to _MAX_BYTES are
@@ -371,9 +375,13 @@ class ScreenScratch(NamedTuple):
     the product's precision), the two smallest approximations (in the product's precision) and
     the first center at the smallest (int32); per row, their exact distances to the best
     approximation, the rows whose exact distance to it is not yet known (``todo``: their
-    positions in the block) and those distances (``todo_exact``); per center, a row's candidates
-    (``cand``), those whose exact distance is not yet known (``cand_rows``, ``cand_which``) and
-    those distances (``cand_exact``)."""
+    positions in the block) and those distances (``todo_exact``), the rows with several
+    candidates (``amb``), their bounds (``tops``, ``errs``: see :func:`_row_bounds`; ``cut``:
+    the allowance of their lower bounds), and per such row of a group its first candidate
+    (``starts``); per candidate of a group of rows (``k + _CANDIDATES``), its
+    center (``cand``) and its place among those whose exact distance is not yet known
+    (``slot``: -1 if known), and those (``cand_rows``, ``cand_which``) and their distances
+    (``cand_exact``)."""
     norms: np.ndarray
     norms_p: np.ndarray
     exact: np.ndarray
@@ -388,6 +396,12 @@ class ScreenScratch(NamedTuple):
     cand_rows: np.ndarray
     cand_which: np.ndarray
     cand_exact: np.ndarray
+    slot: np.ndarray
+    amb: np.ndarray
+    tops: np.ndarray
+    errs: np.ndarray
+    cut: np.ndarray
+    starts: np.ndarray
 
 
 class Nearest(NamedTuple):
@@ -458,6 +472,26 @@ def _rows_first(k, d):
 def _column(rows, r, first, direct):
     """The column of :func:`_screen_block`'s product that holds row ``rows[r]``."""
     return rows[r] - first if direct else r
+
+
+@njit(inline="always")
+def _row_bounds(screen, direct, nx, x_norm, shift_root, root_max, best, nearest, d):
+    """``(top, err_max, slack)`` of a row in :func:`_screen_block`: an upper bound on its squared
+    distance to its best approximation's center (``nearest``: that approximation), a bound on
+    every center's approximation error, and (``direct``) the error allowed for the row's
+    squared distance to the shift (``nx``; ``x_norm``: the row's norm, see direct_eps)."""
+    if direct:  # bounds on differences (delta cancels), and |delta| for the bounds kept
+        slack = _delta_error(x_norm, shift_root, d)
+        x = np.sqrt(max(nx, 0.0) + slack)  # >= |x - s| and sqrt|q| (see direct_eps)
+        root = screen.roots[best]
+        top = nearest + _direct_error(screen, x + root, x_norm, shift_root, root, d)
+        err_max = _direct_error(screen, x + root_max, x_norm, shift_root, root_max, d)
+    else:
+        slack = 0.0
+        x = np.sqrt(nx)
+        top = nearest + _screen_error(screen, x + screen.roots[best], d)  # >= d(x, c_best)
+        err_max = _screen_error(screen, x + root_max, d)  # >= every center's error
+    return top, err_max, slack
 
 
 @njit
@@ -561,63 +595,86 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     shift_root = np.sqrt(shift_sq)
     looser = 0.0  # the direct bounds, and the shifted rows' bounds for the same rows
     tighter = 0.0
+    amb = scratch.amb  # rows with several candidates, settled below, and their bounds
+    tops, errs, cut = scratch.tops, scratch.errs, scratch.cut
+    n_amb = 0
     for r in range(m):
         i = rows[r]
         c = _column(rows, r, first, direct)
         nx = norms[c]
         best = j1[c]
-        if direct:  # bounds on differences (delta cancels), and |delta| for the bounds kept
-            x_norm = np.sqrt(sq_norms[i])
-            slack = _delta_error(x_norm, shift_root, d)
-            x = np.sqrt(max(nx, 0.0) + slack)  # >= |x - s| and sqrt|q| (see direct_eps)
-            root = screen.roots[best]
-            top = m1[c] + _direct_error(screen, x + root, x_norm, shift_root, root, d)
-            err_max = _direct_error(screen, x + root_max, x_norm, shift_root, root_max, d)
+        x_norm = np.sqrt(sq_norms[i]) if direct else 0.0
+        top, err_max, slack = _row_bounds(screen, direct, nx, x_norm, shift_root, root_max, best,
+                                          m1[c], d)
+        if direct:  # (the shifted rows' bound for the same row)
             looser += err_max
             tighter += _screen_error(screen, np.sqrt(max(nx - slack, 0.0)) + root_max, d)
+        if m2[c] - err_max <= top:  # several candidates
+            amb[n_amb] = r
+            tops[n_amb] = top
+            errs[n_amb] = err_max
+            cut[n_amb] = err_max + slack
+            n_amb += 1
+            continue
+        dist = exact[r]  # c_best is the only candidate
+        labels[i] = best
+        if dist < 0.0:  # lazy: the label needs no exact distance
+            distances[i] = np.sqrt(top + slack)
         else:
-            slack = 0.0
-            x = np.sqrt(nx)
-            top = m1[c] + _screen_error(screen, x + screen.roots[best], d)  # >= d(x, c_best)
-            err_max = _screen_error(screen, x + root_max, d)  # >= every center's error
-        a = best
-        if m2[c] - err_max > top:  # c_best is the only candidate
-            dist = exact[r]
-            if dist < 0.0:  # lazy: the label needs no exact distance
-                labels[i] = a
-                distances[i] = np.sqrt(top + slack)
-                lower[i] = np.sqrt(max(m2[c] - err_max - slack, 0.0))
-                continue
-        else:  # every center whose interval reaches the upper bound, exactly
-            n_cand = 0  # the candidates in ascending order; their distances side by side
-            n_new = 0
+            distances[i] = np.sqrt(dist) if lazy else dist
+        # Every other center j has d(x, c_j) >= approx_j - err_max >= m2.
+        lower[i] = np.sqrt(max(m2[c] - err_max - slack, 0.0))
+    # Every center whose interval reaches a row's upper bound, exactly: the candidates of a group
+    # of rows in ascending order, their distances side by side (own_distances), then each row's
+    # first smallest. ``slot``: a candidate's place among those computed (-1: known).
+    starts, slot = scratch.starts, scratch.slot
+    q0 = 0
+    while q0 < n_amb:
+        n_cand = 0
+        n_new = 0
+        q1 = q0
+        while q1 < n_amb and n_cand + k <= cand.shape[0]:
+            r = amb[q1]
+            i = rows[r]
+            c = _column(rows, r, first, direct)
+            nx = norms[c]
+            best = j1[c]
+            top = tops[q1]
+            err_max = errs[q1]
+            starts[q1 - q0] = n_cand
             for j in range(k):
                 offset = screen.offsets[j] if direct else screen.norms[j]
                 approx = nx - 2.0 * np.float64(out[j, c]) + offset
                 if approx - err_max <= top:
                     cand[n_cand] = j
-                    n_cand += 1
+                    slot[n_cand] = -1
                     if j != best or exact[r] < 0.0:
+                        slot[n_cand] = n_new
                         cand_rows[n_new] = i
                         cand_which[n_new] = j
                         n_new += 1
-            own_distances(X, cand_rows[:n_new], centers, cand_which, cand_exact)
+                    n_cand += 1
+            q1 += 1
+        starts[q1 - q0] = n_cand
+        own_distances(X, cand_rows[:n_new], centers, cand_which, cand_exact)
+        for q in range(q0, q1):
+            r = amb[q]
+            i = rows[r]
+            c = _column(rows, r, first, direct)
+            best = j1[c]
+            a = best
             dist = np.inf
-            q = 0
-            for p in range(n_cand):
-                j = cand[p]
-                if j == best and exact[r] >= 0.0:
-                    e = exact[r]
-                else:
-                    e = cand_exact[q]
-                    q += 1
+            for p in range(starts[q - q0], starts[q - q0 + 1]):
+                e = exact[r] if slot[p] < 0 else cand_exact[slot[p]]
                 if e < dist:  # ascending j: the lowest index wins ties
                     dist = e
-                    a = j
-        labels[i] = a
-        distances[i] = np.sqrt(dist) if lazy else dist
-        # Every other center j has d(x, c_j) >= approx_j - err_max >= (m2 if a is best else m1).
-        lower[i] = np.sqrt(max((m2[c] if a == best else m1[c]) - err_max - slack, 0.0))
+                    a = cand[p]
+            labels[i] = a
+            distances[i] = np.sqrt(dist) if lazy else dist
+            # Every other center j has d(x, c_j) >= approx_j - err_max >= (m2 if a is best
+            # else m1).
+            lower[i] = np.sqrt(max((m2[c] if a == best else m1[c]) - cut[q], 0.0))
+        q0 = q1
     return looser <= _DIRECT_LOOSER * tighter
 
 
@@ -759,13 +816,16 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
         k = centers.shape[0]
         rb = _screen_rows(k, X.shape[1], direct)
         cols = rb + rb // _DIRECT_GAPS  # a block read directly may span gaps
+        cap = k + _CANDIDATES
         scratch = ScreenScratch(np.empty(cols), np.empty(cols, dtype=dtype), np.empty(rb),
                                 np.empty(cols, dtype=dtype), np.empty(cols, dtype=dtype),
                                 np.empty(cols, dtype=np.int32), np.empty(rb, dtype=np.int64),
                                 np.empty(rb, dtype=np.int64), np.empty(rb, dtype=np.int32),
-                                np.empty(rb), np.empty(k, dtype=np.int64),
-                                np.empty(k, dtype=np.int64), np.empty(k, dtype=np.int64),
-                                np.empty(k))
+                                np.empty(rb), np.empty(cap, dtype=np.int64),
+                                np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
+                                np.empty(cap), np.empty(cap, dtype=np.int64),
+                                np.empty(rb, dtype=np.int64), np.empty(rb), np.empty(rb),
+                                np.empty(rb), np.empty(rb + 1, dtype=np.int64))
         for b in range(0, m, rb):
             e = min(m, b + rb)
             direct = _screen_block(X, pending[b:e], known[b:e], centers, screen, scratch,
