@@ -73,7 +73,9 @@ def _by_lanes(X, rows, centers, which, out):
 
 @overload(_by_lanes, jit_options={"cache": NUMBA_CACHE})
 def _by_lanes_impl(X, rows, centers, which, out):
-    if X.layout != "C" or centers.layout != "C":  # (own_lanes reads rows as vectors)
+    if not (_rows_array(X) and _index_array(rows) and _rows_array(centers)
+            and _index_array(which) and isinstance(out, types.Array)
+            and out.dtype == types.float64):  # (own_lanes reads rows as vectors)
         return lambda X, rows, centers, which, out: 0
 
     def impl(X, rows, centers, which, out):
@@ -90,7 +92,7 @@ def _by_lanes_impl(X, rows, centers, which, out):
 @njit(inline="always")
 def own_distances(X, rows, centers, which, out):
     """OUT ``out[r]``: :func:`own_distance` from ``X[rows[r]]`` to ``centers[which[r]]``, the
-    same bits, for ``r < rows.shape[0]``.
+    same bits, for ``r < rows.shape[0]`` (indices from 0: nothing is checked).
 
     Each sum is one chain in feature order, but independent chains run side by side instead of
     each row waiting on its own d additions in turn: ``OWN_ROWS`` rows at a time in vector lanes
@@ -267,8 +269,7 @@ def nearest_lanes(typingctx, block_t, centers_t, start, best, second, arg):
 
 def _rows_array(a):
     """Whether the Numba type ``a`` is a C-contiguous two-dimensional float32/float64 array."""
-    return (isinstance(a, types.Array) and a.ndim == 2 and a.layout == "C"
-            and a.dtype in (types.float32, types.float64))
+    return _is_array(a, 2, types.float32) or _is_array(a, 2, types.float64)
 
 
 def _index_array(a):

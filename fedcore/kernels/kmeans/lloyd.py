@@ -142,9 +142,10 @@ _DIRECT_GAPS = 8
 # Rows are read directly while the bounds this gives stay within this factor of the shifted
 # rows' (summed over a block): wider bounds send more rows to exact distances.
 _DIRECT_LOOSER = 2.0
-# The screen computes the exact distances of the candidates of several rows at once (several
-# centers' intervals reach a row's bound), groups of rows of at least this many candidates, side
-# by side in vector lanes (own_distances).
+# The screen computes the exact distances of the candidates of several rows at once (rows where
+# several centers' intervals reach the row's bound), side by side in vector lanes
+# (own_distances): a group of rows closes once its candidates pass this many (those whose
+# distance is already known included).
 _CANDIDATES = 64
 # A lazy E-step reads only the rows its bounds do not settle, scattered through X (first those
 # whose upper bound is tightened, then those screened), which the hardware prefetcher follows
@@ -376,8 +377,8 @@ class ScreenScratch(NamedTuple):
     the first center at the smallest (int32); per row, their exact distances to the best
     approximation, the rows whose exact distance to it is not yet known (``todo``: their
     positions in the block) and those distances (``todo_exact``), the rows with several
-    candidates (``amb``), their bounds (``tops``, ``errs``: see :func:`_row_bounds`; ``cut``:
-    the allowance of their lower bounds), and per such row of a group its first candidate
+    candidates (``amb``), their bounds (``tops``, ``errs``, ``cut``: ``top``, ``err_max`` and
+    ``slack`` of :func:`_row_bounds`), and per such row of a group its first candidate
     (``starts``); per candidate of a group of rows (``k + _CANDIDATES``), its
     center (``cand``) and its place among those whose exact distance is not yet known
     (``slot``: -1 if known), and those (``cand_rows``, ``cand_which``) and their distances
@@ -510,9 +511,10 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     ``sq_norms``): where the rows lie close together in X, the product reads them there as they
     are (:func:`direct_eps`), and the rows between them are screened too but not used. Then the
     exact distances to the best approximations: ``known[r]`` (>= 0) is row ``r``'s distance to
-    its previous label, computed by the bound test; the others four rows at a time
-    (:func:`~fedcore.kernels.kmeans.distances.own_distances`), and so the candidates of a row
-    whose approximations leave several (side by side, then the first smallest). ``lazy``:
+    its previous label, computed by the bound test; the others side by side
+    (:func:`~fedcore.kernels.kmeans.distances.own_distances`), and so the candidates of the rows
+    whose approximations leave several, a group of rows at a time (``_CANDIDATES``), then each
+    row's first smallest. ``lazy``:
     ``distances`` gets upper bounds on the distance (not squared) instead, and a row whose label
     the product proves alone gets no exact distance (its bound is the product's). ``scratch``:
     :class:`ScreenScratch`. Returns whether reading the rows directly kept the error bounds
@@ -609,11 +611,11 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
         if direct:  # (the shifted rows' bound for the same row)
             looser += err_max
             tighter += _screen_error(screen, np.sqrt(max(nx - slack, 0.0)) + root_max, d)
-        if m2[c] - err_max <= top:  # several candidates
+        if not m2[c] - err_max > top:  # several candidates
             amb[n_amb] = r
             tops[n_amb] = top
             errs[n_amb] = err_max
-            cut[n_amb] = err_max + slack
+            cut[n_amb] = slack
             n_amb += 1
             continue
         dist = exact[r]  # c_best is the only candidate
@@ -673,7 +675,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
             distances[i] = np.sqrt(dist) if lazy else dist
             # Every other center j has d(x, c_j) >= approx_j - err_max >= (m2 if a is best
             # else m1).
-            lower[i] = np.sqrt(max((m2[c] if a == best else m1[c]) - cut[q], 0.0))
+            lower[i] = np.sqrt(max((m2[c] if a == best else m1[c]) - errs[q] - cut[q], 0.0))
         q0 = q1
     return looser <= _DIRECT_LOOSER * tighter
 
