@@ -37,7 +37,7 @@ from numba import prange, types
 from numba.extending import overload
 
 from ..._config import CHUNK_SIZE, NUMBA_CACHE
-from ..arrays import copy_into, read_rows, transpose_into
+from ..arrays import CACHE_LINE, copy_into, prefetch, read_rows, transpose_into
 from ..jit import njit
 from ..parallel import chunked_kernel, last_chunk_first
 from .distances import lane_width, nearest_rows, own_distance, own_distances
@@ -142,6 +142,10 @@ _DIRECT_GAPS = 8
 # Rows are read directly while the bounds this gives stay within this factor of the shifted
 # rows' (summed over a block): wider bounds send more rows to exact distances.
 _DIRECT_LOOSER = 2.0
+# The screen's shifted copy (_shift_rows) asks for the next row's cache lines while it shifts a
+# row, for rows of this many bytes or more (the rows a lazy E-step screens are scattered through
+# X; narrower rows: hints slower).
+SHIFT_PREFETCH_MIN_BYTES = 1024
 # The screen computes the exact distances of the candidates of several rows at once (rows where
 # several centers' intervals reach the row's bound), side by side in vector lanes
 # (own_distances): a group of rows closes once its candidates pass this many (those whose
@@ -418,8 +422,15 @@ def _shift_rows(X, rows, shift, block, norms):
     """OUT ``block[r] = fl(X[rows[r]] - shift)`` (in ``block``'s precision) and ``norms[r]``: its
     squared norm in float64, summed in any order (the screen's bound allows for any order: see
     :func:`screen_eps`); one call per block, so that each row is a vectorized loop."""
+    d = X.shape[1]
+    line = max(1, CACHE_LINE // X.itemsize)
+    hints = d * X.itemsize >= SHIFT_PREFETCH_MIN_BYTES
     for r in range(rows.shape[0]):
         i = rows[r]
+        if hints and r + 1 < rows.shape[0]:  # the next row's lines asked for (scattered rows)
+            ahead = rows[r + 1] * d
+            for f in range(0, d, line):
+                prefetch(X, ahead + f)
         acc = 0.0
         for f in range(X.shape[1]):
             block[r, f] = np.float64(X[i, f]) - shift[f]
