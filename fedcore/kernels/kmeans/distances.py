@@ -27,12 +27,11 @@ __all__ = ["row_distances", "own_distance", "own_distances", "nearest_center", "
 _LANES = 8
 _VECTORS = 2
 LANE_ROWS = _LANES * _VECTORS
-# Rows per call of own_lanes: one vector of eight float64 lanes (two: within noise, and eight
-# more rows left to the four-row chains). Against four scalar chains, rows in cache, ns per
+# Rows per call of own_lanes: one vector of eight float64 lanes (two vectors: within noise, and
+# eight more rows left to the four-row chains). Against four scalar chains, rows in cache, ns per
 # feature and row: float32 d = 10, 50, 784: 0.45 -> 0.30, 0.38 -> 0.13, 0.37 -> 0.11; float64:
 # 0.49 -> 0.39, 0.46 -> 0.19, 0.32 -> 0.18.
-_OWN_VECTORS = 1
-OWN_ROWS = _LANES * _OWN_VECTORS
+OWN_ROWS = _LANES
 OWN_LANES_MIN_FEATURES = 8
 # Rows per block of assign_nearest, which scans blocks (nearest_rows) up to this many features;
 # wider rows one at a time (nearest_center), where each center's pass over a block's column of
@@ -73,9 +72,7 @@ def _by_lanes(X, rows, centers, which, out):
 
 @overload(_by_lanes, jit_options={"cache": NUMBA_CACHE})
 def _by_lanes_impl(X, rows, centers, which, out):
-    if not (_rows_array(X) and _index_array(rows) and _rows_array(centers)
-            and _index_array(which) and isinstance(out, types.Array)
-            and out.dtype == types.float64):  # (own_lanes reads rows as vectors)
+    if not _lanes_take(X, rows, centers, which, out):  # (own_lanes reads rows as vectors)
         return lambda X, rows, centers, which, out: 0
 
     def impl(X, rows, centers, which, out):
@@ -267,14 +264,17 @@ def nearest_lanes(typingctx, block_t, centers_t, start, best, second, arg):
     return types.void(block_t, centers_t, start, best, second, arg), codegen
 
 
-def _rows_array(a):
-    """Whether the Numba type ``a`` is a C-contiguous two-dimensional float32/float64 array."""
-    return _is_array(a, 2, types.float32) or _is_array(a, 2, types.float64)
+def _lanes_take(X, rows, centers, which, out):
+    """Whether :func:`own_lanes` takes these Numba types: C-contiguous two-dimensional
+    float32/float64 ``X`` and ``centers``, one-dimensional integer ``rows`` and ``which`` and
+    float64 ``out`` (any layout)."""
+    def table(a):
+        return _is_array(a, 2, types.float32) or _is_array(a, 2, types.float64)
 
-
-def _index_array(a):
-    """Whether the Numba type ``a`` is a one-dimensional array of integers (any layout)."""
-    return isinstance(a, types.Array) and a.ndim == 1 and isinstance(a.dtype, types.Integer)
+    def indices(a):
+        return isinstance(a, types.Array) and a.ndim == 1 and isinstance(a.dtype, types.Integer)
+    return (table(X) and indices(rows) and table(centers) and indices(which)
+            and isinstance(out, types.Array) and out.ndim == 1 and out.dtype == types.float64)
 
 
 @intrinsic
@@ -291,9 +291,7 @@ def own_lanes(typingctx, X, rows, centers, which, start, out):
     integers, ``out`` float64, any layout. The caller guarantees the indices; nothing is
     checked.
     """
-    if not (_rows_array(X) and _index_array(rows) and _rows_array(centers)
-            and _index_array(which) and isinstance(start, types.Integer)
-            and isinstance(out, types.Array) and out.ndim == 1 and out.dtype == types.float64):
+    if not (_lanes_take(X, rows, centers, which, out) and isinstance(start, types.Integer)):
         return None
 
     def codegen(context, builder, signature, args):
@@ -324,37 +322,31 @@ def own_lanes(typingctx, X, rows, centers, which, start, out):
                   for r in range(OWN_ROWS)]
         c_rows = [builder.gep(means.data, [builder.mul(index(which_t, labels, r), d)])
                   for r in range(OWN_ROWS)]
-        acc = [cgutils.alloca_once(builder, real) for _ in range(_OWN_VECTORS)]
-        for v in range(_OWN_VECTORS):
-            builder.store(ir.Constant(real, [0.0] * _LANES), acc[v])
+        acc = cgutils.alloca_once(builder, real)
+        builder.store(ir.Constant(real, [0.0] * _LANES), acc)
         whole = builder.sub(d, builder.srem(d, i64(_LANES)))
         with cgutils.for_range_slice(builder, i64(0), whole, i64(_LANES)) as (f, _):
-            for v in range(_OWN_VECTORS):
-                diffs = []
-                for r in range(v * _LANES, (v + 1) * _LANES):
-                    x = builder.load(_lanes(builder, x_rows[r], f, vector(x_t)),
-                                     align=x_t.dtype.bitwidth // 8)
-                    c = builder.load(_lanes(builder, c_rows[r], f, vector(c_t)),
-                                     align=c_t.dtype.bitwidth // 8)
-                    diffs.append(builder.fsub(widen(x, x_t, real), widen(c, c_t, real)))
-                total = builder.load(acc[v])
-                for t in _transpose(builder, diffs):  # (feature by feature, in order)
-                    total = builder.fadd(total, builder.fmul(t, t))
-                builder.store(total, acc[v])
+            diffs = []
+            for r in range(OWN_ROWS):
+                x = builder.load(_lanes(builder, x_rows[r], f, vector(x_t)),
+                                 align=x_t.dtype.bitwidth // 8)
+                c = builder.load(_lanes(builder, c_rows[r], f, vector(c_t)),
+                                 align=c_t.dtype.bitwidth // 8)
+                diffs.append(builder.fsub(widen(x, x_t, real), widen(c, c_t, real)))
+            total = builder.load(acc)
+            for t in _transpose(builder, diffs):  # (feature by feature, in order)
+                total = builder.fadd(total, builder.fmul(t, t))
+            builder.store(total, acc)
         with cgutils.for_range_slice(builder, whole, d, i64(1)) as (f, _):
-            for v in range(_OWN_VECTORS):
-                t = ir.Constant(real, ir.Undefined)
-                for lane in range(_LANES):
-                    r = v * _LANES + lane
-                    x = widen(builder.load(builder.gep(x_rows[r], [f])), x_t, ir.DoubleType())
-                    c = widen(builder.load(builder.gep(c_rows[r], [f])), c_t, ir.DoubleType())
-                    t = builder.insert_element(t, builder.fsub(x, c), i32(lane))
-                builder.store(builder.fadd(builder.load(acc[v]), builder.fmul(t, t)), acc[v])
-        for v in range(_OWN_VECTORS):
-            total = builder.load(acc[v])
-            for lane in range(_LANES):
-                builder.store(builder.extract_element(total, i32(lane)),
-                              entry(out_t, dists, v * _LANES + lane))
+            t = ir.Constant(real, ir.Undefined)
+            for r in range(OWN_ROWS):
+                x = widen(builder.load(builder.gep(x_rows[r], [f])), x_t, ir.DoubleType())
+                c = widen(builder.load(builder.gep(c_rows[r], [f])), c_t, ir.DoubleType())
+                t = builder.insert_element(t, builder.fsub(x, c), i32(r))
+            builder.store(builder.fadd(builder.load(acc), builder.fmul(t, t)), acc)
+        total = builder.load(acc)
+        for r in range(OWN_ROWS):
+            builder.store(builder.extract_element(total, i32(r)), entry(out_t, dists, r))
         return context.get_dummy_value()
     return types.void(X, rows, centers, which, start, out), codegen
 

@@ -381,7 +381,7 @@ class ScreenScratch(NamedTuple):
     the first center at the smallest (int32); per row, their exact distances to the best
     approximation, the rows whose exact distance to it is not yet known (``todo``: their
     positions in the block) and those distances (``todo_exact``), the rows with several
-    candidates (``amb``), their bounds (``tops``, ``errs``, ``cut``: ``top``, ``err_max`` and
+    candidates (``amb``), their bounds (``tops``, ``errs``, ``slacks``: ``top``, ``err_max`` and
     ``slack`` of :func:`_row_bounds`), and per such row of a group its first candidate
     (``starts``); per candidate of a group of rows (``k + _CANDIDATES``), its
     center (``cand``) and its place among those whose exact distance is not yet known
@@ -405,7 +405,7 @@ class ScreenScratch(NamedTuple):
     amb: np.ndarray
     tops: np.ndarray
     errs: np.ndarray
-    cut: np.ndarray
+    slacks: np.ndarray
     starts: np.ndarray
 
 
@@ -609,7 +609,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     looser = 0.0  # the direct bounds, and the shifted rows' bounds for the same rows
     tighter = 0.0
     amb = scratch.amb  # rows with several candidates, settled below, and their bounds
-    tops, errs, cut = scratch.tops, scratch.errs, scratch.cut
+    tops, errs, slacks = scratch.tops, scratch.errs, scratch.slacks
     n_amb = 0
     for r in range(m):
         i = rows[r]
@@ -626,7 +626,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
             amb[n_amb] = r
             tops[n_amb] = top
             errs[n_amb] = err_max
-            cut[n_amb] = slack
+            slacks[n_amb] = slack
             n_amb += 1
             continue
         dist = exact[r]  # c_best is the only candidate
@@ -686,7 +686,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
             distances[i] = np.sqrt(dist) if lazy else dist
             # Every other center j has d(x, c_j) >= approx_j - err_max >= (m2 if a is best
             # else m1).
-            lower[i] = np.sqrt(max((m2[c] if a == best else m1[c]) - errs[q] - cut[q], 0.0))
+            lower[i] = np.sqrt(max((m2[c] if a == best else m1[c]) - errs[q] - slacks[q], 0.0))
         q0 = q1
     return looser <= _DIRECT_LOOSER * tighter
 
