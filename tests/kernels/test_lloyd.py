@@ -19,7 +19,7 @@ from hypothesis.extra import numpy as hnp
 
 import fedcore
 from fedcore import _config
-from fedcore.kernels.kmeans.distances import LANE_ROWS, nearest_lanes
+from fedcore.kernels.kmeans.distances import LANE_ROWS, TILE_ROWS, nearest_lanes, tile_lanes
 from tests.reference.kmeans_reference import (assign_reference, kmeans_lloyd_reference,
                                               kmeanspp_reference, lloyd_iteration_reference,
                                               sq_distance_matrix_reference, sq_distance_reference)
@@ -972,6 +972,40 @@ def test_nearest_lanes_equals_the_sequential_reference(d, k, calls, grid, seed):
     np.testing.assert_array_equal(_bits(best), _bits(dist[every, order[:, 0]]))
     expected = dist[every, order[:, 1]] if k > 1 else np.full(m, np.inf)
     np.testing.assert_array_equal(_bits(second), _bits(expected))
+
+
+@numba.njit
+def _tile_lanes_pairs(tile, candidates, out, pairs):
+    for q in range(pairs.shape[0]):
+        tile_lanes(tile, candidates, pairs[q, 0], pairs[q, 1], out)
+
+
+@settings(max_examples=60, deadline=None)
+@given(d=st.integers(1, 40), n_cand=st.integers(1, 6), single=st.booleans(),
+       grid=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_tile_lanes_equal_the_sequential_reference(d, n_cand, single, grid, seed):
+    """The distances from a tile of rows held transposed to each candidate, two candidates a call
+    (in any order, one of them twice), are the sequential float64 sums' (the reference matrix),
+    bit for bit, from float32 and float64 tiles; scales from 1e-160 (subnormal squares) to 1e150
+    (float64), and integer grids. Rows of the output no call names stay as they were."""
+    rng = np.random.default_rng(seed)
+    if grid:
+        rows = rng.integers(-2, 3, size=(TILE_ROWS, d)).astype(np.float64)
+        candidates = rng.integers(-2, 3, size=(n_cand, d)).astype(np.float64)
+    else:
+        scale = 10.0 ** (rng.uniform(-30, 30) if single else rng.uniform(-160, 150))
+        rows = rng.standard_normal((TILE_ROWS, d)) * scale
+        candidates = (rows[rng.integers(0, TILE_ROWS, size=n_cand)]
+                      + rng.standard_normal((n_cand, d)) * scale * 1e-3)
+    if single:
+        rows = rows.astype(np.float32)
+    pairs = np.array([(p, min(p + 1, n_cand - 1)) for p in range(0, n_cand, 2)]
+                     + [(n_cand - 1, 0)], dtype=np.int64)
+    out = np.full((n_cand + 1, TILE_ROWS), np.nan)
+    _tile_lanes_pairs(np.ascontiguousarray(rows.T), candidates, out, pairs)
+    expected = sq_distance_matrix_reference(rows, candidates).T
+    np.testing.assert_array_equal(_bits(out[:n_cand]), _bits(expected))
+    assert np.isnan(out[n_cand]).all()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

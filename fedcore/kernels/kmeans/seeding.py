@@ -20,6 +20,7 @@ from ..._config import CHUNK_SIZE
 from ..arrays import CACHE_LINE, prefetch
 from ..jit import njit
 from ..parallel import chunked_kernel, last_chunk_first
+from .distances import TILE_ROWS, tile_lanes
 
 __all__ = ["n_chunks", "chunk_sums", "pick_index", "pick_product", "pick_pending", "d2_update",
            "center_gaps", "min_gaps", "min_sq_distance", "d2_refresh", "candidate_potentials",
@@ -29,8 +30,9 @@ __all__ = ["n_chunks", "chunk_sums", "pick_index", "pick_product", "pick_pending
 # that the new center is not strictly closer (see d2_update).
 _PRUNE_MARGIN = 4.0 * (1.0 + 1e-6)
 
-# Rows per block of the multi-center distance kernel (see _distances).
-_BLOCK = 64
+# Rows per block of the multi-center distance kernel (see _distances) and per tile of greedy_pass
+# (distances by tile_lanes).
+_BLOCK = TILE_ROWS
 # tile_rows copies a tile row by row (reads in order, writes spread over the tile) where the tile
 # fits in this much of L1, else feature by feature. Greedy seeding, normal 1e5 rows, k = 10, 3
 # interleaved runs: d = 50 float64 39.9 -> 34.6 ms by row; d = 784 421 -> 469 ms by row (float64,
@@ -49,6 +51,8 @@ _TILE_BY_ROW_BYTES = 1 << 15
 # tile (1e5 x 784 float64, k = 10, 32 of 401 kB: 0.88-1.32x over five rounds).
 _PREFETCH_MIN_ROW_BYTES = 256
 _PREFETCH_MIN_BYTES = 1 << 24
+# Candidates whose potentials greedy_pass sums side by side (four chains of additions).
+_SIDE_BY_SIDE = 4
 
 
 @njit(inline="always")
@@ -185,7 +189,7 @@ def _distances(X, rows, nr, centers, buf, acc):
 
     Each distance is the sequential float64 sum over features in order of ``(x_f - c_f)^2``, the
     same bits as a plain loop. The rows are copied feature-major into ``buf`` (float64 (d, _BLOCK))
-    so that the innermost loop runs over rows (independent sums, vectorized by the compiler).
+    so that the rows are vector lanes (:func:`~fedcore.kernels.kmeans.distances.tile_lanes`).
     """
     d = X.shape[1]
     P = centers.shape[0]
@@ -202,13 +206,8 @@ def _distances(X, rows, nr, centers, buf, acc):
         for f in range(d):
             for j in range(nr, _BLOCK):
                 buf[f, j] = 0.0
-    acc[:P] = 0.0
-    for f in range(d):
-        for p in range(P):
-            c = centers[p, f]
-            for j in range(_BLOCK):
-                t = buf[f, j] - c
-                acc[p, j] += t * t
+    for p in range(0, P, 2):  # two centers at a time (the last one twice where P is odd)
+        tile_lanes(buf, centers, p, min(p + 1, P - 1), acc)
 
 
 @chunked_kernel
@@ -534,36 +533,51 @@ def _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, closer, l
             needed = a < 0 or gaps[a] <= _PRUNE_MARGIN * m
             need[i - r0] = needed
             compute |= needed
-        if compute:
+        if compute:  # two candidates at a time (the last one twice where L is odd)
             tile = tiles[b]
-            acc[:] = 0.0
-            for f in range(d):
-                for p in range(L):
-                    cf = candidates[p, f]
-                    for j in range(_BLOCK):
-                        t = np.float64(tile[f, j]) - cf
-                        acc[p, j] += t * t
-        # Candidate by candidate, branch-free: a row's sum of terms stays in row order, and the
-        # stores of closer and dists are contiguous. With ``hints``, meanwhile ask for the next
+            for p in range(0, L, 2):
+                tile_lanes(tile, candidates, p, min(p + 1, L - 1), acc)
+        # Four candidates side by side, branch-free: each candidate's sum of terms stays in row
+        # order (four independent chains of additions, where one chain waited on each addition),
+        # and the stores of closer and dists are contiguous. Past the last candidate a lane
+        # repeats it (the same values, stored twice). With ``hints``, meanwhile ask for the next
         # tile's lines, two cache lines per row and candidate, as far as the tile goes.
         off = b * _BLOCK
         nxt = (b + 1) * size
-        for p in range(L):
-            s = sums[p]
+        for p in range(0, L, _SIDE_BY_SIDE):
+            p1, p2, p3 = min(p + 1, L - 1), min(p + 2, L - 1), min(p + 3, L - 1)
+            s0, s1, s2, s3 = sums[p], sums[p1], sums[p2], sums[p3]
             for i in range(r0, r1):
                 if hints:
-                    ahead = (p * _BLOCK + i - r0) * line
-                    if ahead < size:
-                        prefetch(tiles, nxt + ahead)
+                    for q in range(p, min(L, p + _SIDE_BY_SIDE)):
+                        ahead = (q * _BLOCK + i - r0) * line
+                        if ahead < size:
+                            prefetch(tiles, nxt + ahead)
                 m = mind[i]
-                v = acc[p, i - off]  # (stale where the tile was not computed: masked by need)
-                move = need[i - r0] & (v < m)
-                closer[p, i] = move
-                dists[p, i] = v
-                s += weights[i] * (v if move else m)
-            sums[p] = s
+                w = weights[i]
+                keep = need[i - r0]
+                j = i - off  # (acc is stale where the tile was not computed: masked by keep)
+                s0 = _potential_term(acc, closer, dists, p, i, j, m, w, keep, s0)
+                s1 = _potential_term(acc, closer, dists, p1, i, j, m, w, keep, s1)
+                s2 = _potential_term(acc, closer, dists, p2, i, j, m, w, keep, s2)
+                s3 = _potential_term(acc, closer, dists, p3, i, j, m, w, keep, s3)
+            sums[p] = s0
+            sums[p1] = s1
+            sums[p2] = s2
+            sums[p3] = s3
     for p in range(L):
         partials[p, c] = sums[p]
+
+
+@njit(inline="always")
+def _potential_term(acc, closer, dists, p, i, j, m, w, keep, s):
+    """Row ``i``'s term of candidate ``p``'s potential (distance ``acc[p, j]``, D^2 ``m``, weight
+    ``w``) added to ``s``; OUT ``closer[p, i]`` and ``dists[p, i]``."""
+    v = acc[p, j]
+    move = keep & (v < m)
+    closer[p, i] = move
+    dists[p, i] = v
+    return s + w * (v if move else m)
 
 
 @njit

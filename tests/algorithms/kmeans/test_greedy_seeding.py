@@ -143,13 +143,16 @@ def test_candidate_potentials_serial_parallel_and_reference_across_chunks():
     np.testing.assert_array_equal(_bits(runs[0][1]), _bits(expected))
 
 
-@pytest.mark.parametrize("dtype,rows", [(np.float32, 2 * CHUNK + 77), (np.float64, 2 * CHUNK + 77),
-                                        (np.float64, 57_421)])
-def test_greedy_pass_serial_parallel_and_candidate_potentials_across_chunks(dtype, rows):
-    """The fused pass (pending center applied, then candidates) equals the plain kernels:
+@pytest.mark.parametrize("dtype,rows,L", [(np.float32, 2 * CHUNK + 77, 4),
+                                          (np.float64, 2 * CHUNK + 77, 4),
+                                          (np.float64, 57_421, 4), (np.float64, 2 * CHUNK + 77, 3),
+                                          (np.float32, 2 * CHUNK + 77, 6)])
+def test_greedy_pass_serial_parallel_and_candidate_potentials_across_chunks(dtype, rows, L):
+    """The fused pass (pending center applied, then ``L`` candidates) equals the plain kernels:
     labels and D^2 as d2_update leaves them, partials and potentials as candidate_potentials
-    computes them, bit for bit, serial and parallel alike; the last case is large enough for
-    the pass to ask for each next tile's lines (hints_pay), the others are not."""
+    computes them, bit for bit, serial and parallel alike; the 57,421-row case is large enough
+    for the pass to ask for each next tile's lines (hints_pay), the others are not. 3 and 6
+    candidates leave a pair of distances and a group of potentials part-filled."""
     rng = np.random.default_rng(5)
     n, d = rows, 37
     X = ((rng.normal(size=(6, d)) * 3)[rng.integers(0, 6, size=n)]
@@ -157,7 +160,7 @@ def test_greedy_pass_serial_parallel_and_candidate_potentials_across_chunks(dtyp
     w = rng.integers(0, 3, size=n).astype(np.float64)
     centers, labels, mind = _state(X, w, 3, 2)
     pending = X[rng.integers(0, n)].astype(np.float64)
-    candidates = X[rng.integers(0, n, size=4)].astype(np.float64)
+    candidates = X[rng.integers(0, n, size=L)].astype(np.float64)
     # Expected: the pending center as center 3 (d2_update), then candidate_potentials.
     all_centers = np.vstack([centers, pending])
     labels_ref, mind_ref = labels.copy(), mind.copy()
@@ -167,11 +170,11 @@ def test_greedy_pass_serial_parallel_and_candidate_potentials_across_chunks(dtyp
     partials_ref, out_ref = _potentials(candidate_potentials, X, w, all_centers, labels_ref,
                                         mind_ref, candidates)
     tiles = tiled(X)
-    assert hints_pay(tiles, 4) == (rows == 57_421)
+    assert hints_pay(tiles, L) == (rows == 57_421)
     for kernel in (greedy_pass.serial, greedy_pass.parallel):
         lab, mnd = labels.copy(), mind.copy()
-        dists, closer = np.empty((4, n)), np.zeros((4, n), dtype=bool)
-        partials, out = np.empty((4, n_chunks(n))), np.empty(4)
+        dists, closer = np.empty((L, n)), np.zeros((L, n), dtype=bool)
+        partials, out = np.empty((L, n_chunks(n))), np.empty(L)
         gaps = np.empty(4)
         min_gaps(pending[None, :], centers, 3, gaps)
         kernel(X, tiles, pending[None, :], gaps, w, -1, -1, dists, closer, lab, mnd, partials,
@@ -182,7 +185,7 @@ def test_greedy_pass_serial_parallel_and_candidate_potentials_across_chunks(dtyp
         np.testing.assert_array_equal(_bits(mnd), _bits(mind_ref))
         np.testing.assert_array_equal(_bits(partials.T), _bits(partials_ref))
         np.testing.assert_array_equal(_bits(out), _bits(out_ref))
-        for p in range(4):  # the candidates' exact distances wherever one moves a row
+        for p in range(L):  # the candidates' exact distances wherever one moves a row
             exact = ((X.astype(np.float64) - candidates[p]) ** 2).sum(axis=1)
             clear = np.abs(exact - mnd) > 1e-9 * mnd  # not a near-tie: numpy sums differently
             np.testing.assert_array_equal(closer[p][clear], (exact < mnd)[clear])
