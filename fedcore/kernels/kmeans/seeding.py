@@ -540,33 +540,54 @@ def _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, closer, l
         # Four candidates side by side, branch-free: each candidate's sum of terms stays in row
         # order (four independent chains of additions, where one chain waited on each addition),
         # and the stores of closer and dists are contiguous. Past the last candidate a lane
-        # repeats it (the same values, stored twice). With ``hints``, meanwhile ask for the next
-        # tile's lines, two cache lines per row and candidate, as far as the tile goes.
+        # repeats it (the same values, stored twice; the sums are stored last lane first, so the
+        # lanes that a two-lane group leaves unused cannot overwrite it); the last one or two
+        # candidates go two side by side. With ``hints``, meanwhile ask for the next tile's lines
+        # (_ask_next).
         off = b * _BLOCK
         nxt = (b + 1) * size
         for p in range(0, L, _SIDE_BY_SIDE):
             p1, p2, p3 = min(p + 1, L - 1), min(p + 2, L - 1), min(p + 3, L - 1)
             s0, s1, s2, s3 = sums[p], sums[p1], sums[p2], sums[p3]
-            for i in range(r0, r1):
-                if hints:
-                    for q in range(p, min(L, p + _SIDE_BY_SIDE)):
-                        ahead = (q * _BLOCK + i - r0) * line
-                        if ahead < size:
-                            prefetch(tiles, nxt + ahead)
-                m = mind[i]
-                w = weights[i]
-                keep = need[i - r0]
-                j = i - off  # (acc is stale where the tile was not computed: masked by keep)
-                s0 = _potential_term(acc, closer, dists, p, i, j, m, w, keep, s0)
-                s1 = _potential_term(acc, closer, dists, p1, i, j, m, w, keep, s1)
-                s2 = _potential_term(acc, closer, dists, p2, i, j, m, w, keep, s2)
-                s3 = _potential_term(acc, closer, dists, p3, i, j, m, w, keep, s3)
-            sums[p] = s0
-            sums[p1] = s1
-            sums[p2] = s2
+            if L - p > 2:
+                for i in range(r0, r1):
+                    if hints:
+                        _ask_next(tiles, p, min(L, p + _SIDE_BY_SIDE), i - r0, nxt, line, size)
+                    m = mind[i]
+                    w = weights[i]
+                    keep = need[i - r0]
+                    j = i - off  # (acc is stale where the tile was not computed: masked by keep)
+                    s0 = _potential_term(acc, closer, dists, p, i, j, m, w, keep, s0)
+                    s1 = _potential_term(acc, closer, dists, p1, i, j, m, w, keep, s1)
+                    s2 = _potential_term(acc, closer, dists, p2, i, j, m, w, keep, s2)
+                    s3 = _potential_term(acc, closer, dists, p3, i, j, m, w, keep, s3)
+            else:
+                for i in range(r0, r1):
+                    if hints:
+                        _ask_next(tiles, p, L, i - r0, nxt, line, size)
+                    m = mind[i]
+                    w = weights[i]
+                    keep = need[i - r0]
+                    j = i - off
+                    s0 = _potential_term(acc, closer, dists, p, i, j, m, w, keep, s0)
+                    s1 = _potential_term(acc, closer, dists, p1, i, j, m, w, keep, s1)
             sums[p3] = s3
+            sums[p2] = s2
+            sums[p1] = s1
+            sums[p] = s0
     for p in range(L):
         partials[p, c] = sums[p]
+
+
+@njit(inline="always")
+def _ask_next(tiles, p, q, r, nxt, line, size):
+    """Ask for the lines of the next tile (from element ``nxt``) that candidates ``p..q-1`` cover
+    at row ``r`` of this one: two cache lines (``line`` elements) per row and candidate, as far
+    as the tile (``size`` elements) goes."""
+    for c in range(p, q):
+        ahead = (c * _BLOCK + r) * line
+        if ahead < size:
+            prefetch(tiles, nxt + ahead)
 
 
 @njit(inline="always")
