@@ -99,8 +99,9 @@ def test_failing_node_is_named_and_nothing_is_published():
 
 
 def test_silent_nodes_are_named_after_the_timeout():
-    """Nodes that answer too late: the round ends at the timeout, naming each of them. (Every
-    node is late: how long a healthy node takes includes starting its actor, unknown here.)"""
+    """Nodes that answer too late: the round ends at the timeout, naming each of them, whether
+    the reply is missing or the link reports the message expired. (Every node is late: how long
+    a healthy node takes includes starting its actor, unknown here.)"""
     data = {"dataset": "s1", "num-partitions": 2, "data-seed": 0}
     apps = feca_apps(FeCA(15, random_state=0), data, timeout=1.0)
     slow = ClientApp()
@@ -115,7 +116,9 @@ def test_silent_nodes_are_named_after_the_timeout():
         _simulate(apps, 2)
     assert apps.result is None
     failures = info.value.failures
-    assert len(failures) == 2 and set(failures.values()) == {"no reply within 1.0 s"}
+    # (A message whose time to live ran out first comes back as the link's error, in brackets.)
+    assert len(failures) == 2
+    assert all(reason.startswith("no reply within 1.0 s") for reason in failures.values())
     assert all(str(node) in str(info.value) for node in failures)
 
 

@@ -196,23 +196,34 @@ class _Stub:
                  ttl=None, error=None, src_node_id=None):
         from types import SimpleNamespace
         self.content, self.error = content, error
-        self.metadata = SimpleNamespace(dst_node_id=dst_node_id, src_node_id=src_node_id)
+        self.metadata = SimpleNamespace(dst_node_id=dst_node_id, src_node_id=src_node_id,
+                                        message_id="", reply_to_message_id="")
 
     def has_error(self):
         return self.error is not None
 
 
 class _FakeGrid:
-    """Replies to every message except those of ``silent`` nodes; ``broken`` nodes error."""
+    """Replies to every message except those of ``silent`` nodes; ``broken`` nodes error; the
+    messages to ``expired`` nodes come back as the link's error (source node 1, the link's), as
+    Flower's link answers a message whose time to live ran out. Messages are numbered as they
+    are sent, as Flower's grids number them."""
 
-    def __init__(self, silent=(), broken=()):
-        self.silent, self.broken = set(silent), set(broken)
+    def __init__(self, silent=(), broken=(), expired=()):
+        self.silent, self.broken, self.expired = set(silent), set(broken), set(expired)
 
     def send_and_receive(self, messages, timeout=None):
         from types import SimpleNamespace
         replies = []
-        for msg in messages:
+        for number, msg in enumerate(messages):
+            msg.metadata.message_id = f"m{number}"
             node = msg.metadata.dst_node_id
+            if node in self.expired:
+                reply = _Stub(RecordDict(), src_node_id=1, error=SimpleNamespace(
+                    reason="Error: Message Unavailable - It may have expired due to its TTL."))
+                reply.metadata.reply_to_message_id = msg.metadata.message_id
+                replies.append(reply)
+                continue
             if node in self.silent:
                 continue
             error = SimpleNamespace(reason="Traceback ...\nValueError: bad ids") \
@@ -230,6 +241,12 @@ def test_exchange_names_failed_and_silent_nodes(monkeypatch):
     assert info.value.failures == {12: "no reply within 1.5 s", 14: "ValueError: bad ids"}
     assert "node 12" in str(info.value) and "node 14" in str(info.value)
     assert set(_common.exchange(_FakeGrid(), contents, "train", "round 2", 1.5)) == set(contents)
+    # A message that expired before its node replied: that node's reply is missing.
+    with pytest.raises(FlowerRoundError) as info:
+        _common.exchange(_FakeGrid(expired=[13]), contents, "train", "round 2", 1.5)
+    assert set(info.value.failures) == {13}
+    assert info.value.failures[13] == ("no reply within 1.5 s (Error: Message Unavailable - It "
+                                       "may have expired due to its TTL.)")
 
 
 def test_parse_removals():
