@@ -100,22 +100,20 @@ def exchange(grid, contents, message_type, stage, timeout=DEFAULT_TIMEOUT, *,
     messages = [Message(content, dst_node_id=node, message_type=message_type,
                         group_id=str(stage), ttl=timeout) for node, content in contents.items()]
     replies = grid.send_and_receive(messages, timeout=timeout)
-    # The grid numbers the messages as it sends them. A message whose time to live ran out
-    # before its node replied comes back as an error from the link itself (not from the node),
-    # naming the message it answers: it counts as that node's missing reply.
+    # A reply belongs to the node its message went to (the grid numbers the messages as it
+    # sends them; a reply names the message it answers), else to its source. A message whose time
+    # to live ran out before its node replied comes back as an error from the link itself, not
+    # from the node: it counts as that node's missing reply.
     sent = {m.metadata.message_id: m.metadata.dst_node_id for m in messages
             if m.metadata.message_id}
     late = f"no reply within {timeout} s"
     got, failures = {}, {}
     for reply in replies:
-        node = reply.metadata.src_node_id
-        if node not in contents and reply.metadata.reply_to_message_id in sent:
-            node = sent[reply.metadata.reply_to_message_id]
-            if reply.has_error():
-                failures[node] = f"{late} ({_short(reply.error.reason)})"
-                continue
+        source = reply.metadata.src_node_id
+        node = sent.get(reply.metadata.reply_to_message_id, source)
         if reply.has_error():
-            failures[node] = _short(reply.error.reason)
+            reason = _short(reply.error.reason)
+            failures[node] = reason if source == node else f"{late} ({reason})"
         else:
             got[node] = reply.content
     for node in contents:

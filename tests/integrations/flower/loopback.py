@@ -13,7 +13,7 @@ class _ErrorReply:
     """A node's error reply, as the grid returns it."""
 
     def __init__(self, node, reason):
-        self.metadata = SimpleNamespace(src_node_id=node)
+        self.metadata = SimpleNamespace(src_node_id=node, reply_to_message_id="")
         self.error = SimpleNamespace(reason=reason)
         self.content = None
 
