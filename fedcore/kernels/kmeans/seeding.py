@@ -426,8 +426,9 @@ def pick_pending(weights, mind, dists, closer, pend, sums, u):
 
 def tiled(X):
     """The copy of ``X`` by tiles of rows that :func:`greedy_pass` reads (see :func:`tile_rows`)."""
+    # Fresh pages, first written by the pool's threads (tile_rows writes every element); zeroing
+    # them on this thread first (so that one thread takes the page faults) cost more here.
     tiles = np.empty((max(1, -(-X.shape[0] // _BLOCK)), X.shape[1], _BLOCK), dtype=X.dtype)
-    tiles.fill(0.0)  # pages first touched by one thread: several times faster than by the pool
     tile_rows(X, tiles)
     return tiles
 
