@@ -170,11 +170,10 @@ def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms, finish=Tr
     L = trial_uniforms.shape[1]
     rows, centers, labels, mind, gaps, sums = _seeding_state(X, k)
     tiles = tiled(X)
-    # dists[pend] holds the distances to the last center chosen where closer[pend], applied to
-    # labels and mind by the next pass (greedy_pass) or at the end (apply_pending); sums, the
-    # chunk sums of weights * D^2 after it, are its row of partials.
+    # dists[pend] holds the D^2 after the last center chosen, applied to labels and mind by the
+    # next pass (greedy_pass) or at the end (apply_pending); sums, the chunk sums of weights *
+    # D^2 after it, are its row of partials.
     dists = np.empty((L, n))
-    closer = np.zeros((L, n), dtype=np.bool_)
     partials = np.empty((L, n_chunks(n)))
     potentials = np.empty(L)
     candidate_rows = np.empty(L, dtype=np.int64)
@@ -188,7 +187,7 @@ def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms, finish=Tr
             m = 1
         elif sums.max() > 0.0:
             for p in range(L):
-                candidate_rows[p] = pick_pending(weights, mind, dists, closer, pend, sums,
+                candidate_rows[p] = pick_pending(weights, dists, pend, sums,
                                                  float(trial_uniforms[t - 1, p]))
             m = L
         else:  # degenerate rule: by weight among rows not yet chosen
@@ -196,8 +195,8 @@ def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms, finish=Tr
             m = 1
         candidates = X[candidate_rows[:m]].astype(np.float64)
         min_gaps(candidates, centers, t, gaps)  # pruning only
-        step(X, tiles, candidates, gaps, weights, pend, t - 1, dists, closer, labels, mind,
-             partials, potentials)
+        step(X, tiles, candidates, gaps, weights, pend, t - 1, dists, labels, mind, partials,
+             potentials)
         best = int(np.argmin(potentials[:m]))  # argmin: first of the lowest
         pend = best
         sums = partials[best]
@@ -205,7 +204,7 @@ def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms, finish=Tr
         centers[t] = candidates[best]
     if not finish:
         return rows, None, None
-    apply_pending(dists, closer, pend, k - 1, labels, mind)
+    apply_pending(dists, pend, k - 1, labels, mind)
     return rows, labels, mind
 
 

@@ -404,18 +404,16 @@ def candidate_potentials(X, candidates, gaps, weights, labels, mind, partials, o
 
 
 @njit
-def pick_pending(weights, mind, dists, closer, pend, sums, u):
-    """:func:`pick_product` on ``weights * mind'`` where ``mind'`` is ``mind`` after the center in
-    row ``pend`` of ``dists`` is applied (``mind'_i = dists[pend, i]`` where ``closer[pend, i]``)
-    without applying it; ``sums`` must be the chunk sums of those products, as
-    :func:`greedy_pass` writes them."""
+def pick_pending(weights, dists, pend, sums, u):
+    """:func:`pick_product` on ``weights * dists[pend]``, the D^2 after the center of row ``pend``
+    of ``dists`` (see :func:`greedy_pass`), without applying that center; ``sums`` must be the
+    chunk sums of those products, as :func:`greedy_pass` writes them."""
     n = weights.shape[0]
     start, inner = _target_chunk(sums, u)
     acc = 0.0
     last = -1
     for i in range(start, min(n, start + CHUNK_SIZE)):
-        m = dists[pend, i] if closer[pend, i] else mind[i]
-        v = weights[i] * m
+        v = weights[i] * dists[pend, i]
         if v > 0.0:
             last = i
             acc += v
@@ -462,23 +460,22 @@ def tile_rows(X, tiles):
 
 
 @chunked_kernel
-def greedy_pass(X, tiles, candidates, gaps, weights, pend, slot, dists, closer, labels, mind,
-                partials, out):
+def greedy_pass(X, tiles, candidates, gaps, weights, pend, slot, dists, labels, mind, partials,
+                out):
     """One step of greedy k-means++: apply the pending center, then the potentials of candidates.
 
     IN ``X`` float32/float64 (n, d) and ``tiles`` its copy by :func:`tile_rows` (only ``tiles`` is
     read); ``candidates`` float64 (L, d); ``gaps`` float64 (>= slot + 1,) with ``gaps[a]`` the
     least squared distance between center ``a`` and the candidates (from :func:`min_gaps`,
     pruning only); ``weights`` float64 (n,); ``pend`` int: the row of ``dists`` that holds the
-    distances to center ``slot`` (the previous step's choice), -1 for none. IN/OUT ``labels``
-    int64 (n,), ``mind`` float64 (n,): first every row with ``closer[pend, i]`` moves to center
-    ``slot`` at distance ``dists[pend, i]`` (as :func:`d2_update` does). Then OUT ``closer`` bool
-    (>= L, n): whether ``|x_i - c_p|^2`` (a sequential sum in feature order) is strictly less than
-    ``mind[i]``, and ``dists`` float64 (>= L, n) that distance where it is (anything elsewhere);
-    ``partials`` float64 (>= L, n_chunks): per-chunk sequential sums of ``w_i min(mind_i,
-    |x_i - c_p|^2)``, bit for bit the chunk sums :func:`d2_update` would write after adding
-    candidate ``p``; ``out`` float64 (>= L,): their sums over chunks, in chunk order, as
-    :func:`candidate_potentials`.
+    D^2 after center ``slot`` (the previous step's choice), -1 for none. IN/OUT ``labels`` int64
+    (n,), ``mind`` float64 (n,): first every row with ``dists[pend, i] < mind[i]`` moves to
+    center ``slot`` at that distance (as :func:`d2_update` does). Then OUT ``dists`` float64
+    (>= L, n): ``min(mind_i, |x_i - c_p|^2)`` (a sequential sum in feature order), the D^2 after
+    candidate ``p``, so that a row moves to it where ``dists[p, i] < mind[i]``; ``partials``
+    float64 (>= L, n_chunks): per-chunk sequential sums of ``w_i dists[p, i]``, bit for bit the
+    chunk sums :func:`d2_update` would write after adding candidate ``p``; ``out`` float64
+    (>= L,): their sums over chunks, in chunk order, as :func:`candidate_potentials`.
 
     The distances are computed a tile of rows at a time, for the tiles with a row that the pruning
     test of :func:`d2_refresh` keeps, and summed into the potentials while in cache, candidate by
@@ -493,11 +490,11 @@ def greedy_pass(X, tiles, candidates, gaps, weights, pend, slot, dists, closer, 
         c = last_chunk_first(r, nc)
         lo, hi = c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)
         if hints:  # (literals: two loops, each compiled without the other's test)
-            _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, closer, labels,
-                          mind, partials, c, lo, hi, True)
+            _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, labels, mind,
+                          partials, c, lo, hi, True)
         else:
-            _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, closer, labels,
-                          mind, partials, c, lo, hi, False)
+            _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, labels, mind,
+                          partials, c, lo, hi, False)
     for p in range(L):
         total = 0.0
         for c in range(nc):
@@ -506,8 +503,8 @@ def greedy_pass(X, tiles, candidates, gaps, weights, pend, slot, dists, closer, 
 
 
 @njit
-def _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, closer, labels, mind,
-                  partials, c, lo, hi, hints):
+def _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, labels, mind, partials,
+                  c, lo, hi, hints):
     """:func:`greedy_pass` on rows ``lo..hi-1`` (chunk ``c``), a tile at a time; ``hints`` (a
     literal: each value compiles its own loop): ask for each next tile's lines while a tile's
     potentials are summed."""
@@ -526,7 +523,7 @@ def _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, closer, l
         for i in range(r0, r1):
             m = mind[i]
             a = labels[i]
-            if pend >= 0 and closer[pend, i]:
+            if pend >= 0 and dists[pend, i] < m:
                 m = dists[pend, i]
                 a = slot
                 mind[i] = m
@@ -540,7 +537,7 @@ def _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, closer, l
                 tile_lanes(tile, candidates, p, min(p + 1, L - 1), acc)
         # Four candidates side by side, branch-free: each candidate's sum of terms stays in row
         # order (four independent chains of additions, where one chain waited on each addition),
-        # and the stores of closer and dists are contiguous. Past the last candidate a lane
+        # and the stores of dists are contiguous. Past the last candidate a lane
         # repeats it (the same values, stored twice; the sums are stored last lane first, so the
         # lanes that a two-lane group leaves unused cannot overwrite it); the last one or two
         # candidates go two side by side. With ``hints``, meanwhile ask for the next tile's lines
@@ -558,10 +555,10 @@ def _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, closer, l
                     w = weights[i]
                     keep = need[i - r0]
                     j = i - off  # (acc is stale where the tile was not computed: masked by keep)
-                    s0 = _potential_term(acc, closer, dists, p, i, j, m, w, keep, s0)
-                    s1 = _potential_term(acc, closer, dists, p1, i, j, m, w, keep, s1)
-                    s2 = _potential_term(acc, closer, dists, p2, i, j, m, w, keep, s2)
-                    s3 = _potential_term(acc, closer, dists, p3, i, j, m, w, keep, s3)
+                    s0 = _potential_term(acc, dists, p, i, j, m, w, keep, s0)
+                    s1 = _potential_term(acc, dists, p1, i, j, m, w, keep, s1)
+                    s2 = _potential_term(acc, dists, p2, i, j, m, w, keep, s2)
+                    s3 = _potential_term(acc, dists, p3, i, j, m, w, keep, s3)
             else:
                 for i in range(r0, r1):
                     if hints:
@@ -570,8 +567,8 @@ def _greedy_chunk(tiles, candidates, gaps, weights, pend, slot, dists, closer, l
                     w = weights[i]
                     keep = need[i - r0]
                     j = i - off
-                    s0 = _potential_term(acc, closer, dists, p, i, j, m, w, keep, s0)
-                    s1 = _potential_term(acc, closer, dists, p1, i, j, m, w, keep, s1)
+                    s0 = _potential_term(acc, dists, p, i, j, m, w, keep, s0)
+                    s1 = _potential_term(acc, dists, p1, i, j, m, w, keep, s1)
             sums[p3] = s3
             sums[p2] = s2
             sums[p1] = s1
@@ -592,21 +589,20 @@ def _ask_next(tiles, p, q, r, nxt, line, size):
 
 
 @njit(inline="always")
-def _potential_term(acc, closer, dists, p, i, j, m, w, keep, s):
+def _potential_term(acc, dists, p, i, j, m, w, keep, s):
     """Row ``i``'s term of candidate ``p``'s potential (distance ``acc[p, j]``, D^2 ``m``, weight
-    ``w``) added to ``s``; OUT ``closer[p, i]`` and ``dists[p, i]``."""
+    ``w``) added to ``s``; OUT ``dists[p, i]``, the row's D^2 after the candidate."""
     v = acc[p, j]
-    move = keep & (v < m)
-    closer[p, i] = move
-    dists[p, i] = v
-    return s + w * (v if move else m)
+    after = v if keep & (v < m) else m
+    dists[p, i] = after
+    return s + w * after
 
 
 @njit
-def apply_pending(dists, closer, pend, slot, labels, mind):
-    """Move every row with ``closer[pend, i]`` to center ``slot`` at distance ``dists[pend, i]``
-    (see :func:`greedy_pass`)."""
+def apply_pending(dists, pend, slot, labels, mind):
+    """Move every row with ``dists[pend, i] < mind[i]`` to center ``slot`` at that distance (see
+    :func:`greedy_pass`)."""
     for i in range(mind.shape[0]):
-        if closer[pend, i]:
+        if dists[pend, i] < mind[i]:
             mind[i] = dists[pend, i]
             labels[i] = slot

@@ -173,24 +173,60 @@ def test_greedy_pass_serial_parallel_and_candidate_potentials_across_chunks(dtyp
     assert hints_pay(tiles, L) == (rows == 57_421)
     for kernel in (greedy_pass.serial, greedy_pass.parallel):
         lab, mnd = labels.copy(), mind.copy()
-        dists, closer = np.empty((L, n)), np.zeros((L, n), dtype=bool)
+        dists = np.empty((L, n))
         partials, out = np.empty((L, n_chunks(n))), np.empty(L)
         gaps = np.empty(4)
         min_gaps(pending[None, :], centers, 3, gaps)
-        kernel(X, tiles, pending[None, :], gaps, w, -1, -1, dists, closer, lab, mnd, partials,
-               out)
+        kernel(X, tiles, pending[None, :], gaps, w, -1, -1, dists, lab, mnd, partials, out)
         min_gaps(candidates, all_centers, 4, gaps)
-        kernel(X, tiles, candidates, gaps, w, 0, 3, dists, closer, lab, mnd, partials, out)
+        kernel(X, tiles, candidates, gaps, w, 0, 3, dists, lab, mnd, partials, out)
         np.testing.assert_array_equal(lab, labels_ref)
         np.testing.assert_array_equal(_bits(mnd), _bits(mind_ref))
         np.testing.assert_array_equal(_bits(partials.T), _bits(partials_ref))
         np.testing.assert_array_equal(_bits(out), _bits(out_ref))
-        for p in range(L):  # the candidates' exact distances wherever one moves a row
+        for p in range(L):  # each candidate's D^2: its distance wherever it moves a row
             exact = ((X.astype(np.float64) - candidates[p]) ** 2).sum(axis=1)
             clear = np.abs(exact - mnd) > 1e-9 * mnd  # not a near-tie: numpy sums differently
-            np.testing.assert_array_equal(closer[p][clear], (exact < mnd)[clear])
-            assert closer[p].any() and np.allclose(dists[p, closer[p]], exact[closer[p]],
-                                                   rtol=1e-12)
+            moves = dists[p] < mnd
+            np.testing.assert_array_equal(moves[clear], (exact < mnd)[clear])
+            assert moves.any() and np.allclose(dists[p, moves], exact[moves], rtol=1e-12)
+            np.testing.assert_array_equal(_bits(dists[p, ~moves]), _bits(mnd[~moves]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_greedy_pass_leaves_pruned_tiles_at_their_d2(dtype):
+    """Rows sorted by blob, one center per blob, candidates in the second blob: every tile of
+    the other blobs fails the pruning test and is not computed (before and after a computed
+    tile, whose distances stay in the kernel's buffer). Their rows keep their D^2 and their
+    terms, bit for bit as candidate_potentials, serial and parallel."""
+    rng = np.random.default_rng(11)
+    n, d = 2 * CHUNK + 77, 5
+    blob = np.arange(n) * 4 // n  # four blobs of whole runs of rows
+    X = (blob[:, None] * 1000.0 + rng.normal(size=(n, d))).astype(dtype)
+    w = rng.integers(0, 3, size=n).astype(np.float64)
+    centers = X[np.searchsorted(blob, np.arange(4))].astype(np.float64)
+    labels, mind = np.full(n, -1, dtype=np.int64), np.full(n, np.inf)
+    gaps = np.empty(4)
+    for slot in range(4):
+        center_gaps(centers, slot, gaps)
+        d2_update(X, centers[slot], w, slot, gaps, labels, mind, np.empty(n_chunks(n)))
+    candidates = X[rng.choice(np.flatnonzero(blob == 1), size=4)].astype(np.float64)
+    partials_ref, out_ref = _potentials(candidate_potentials, X, w, centers, labels, mind,
+                                        candidates)
+    min_gaps(candidates, centers, 4, gaps)
+    assert (gaps[[0, 2, 3]] > 4.0 * (1.0 + 1e-6) * mind.max()).all()  # those blobs are pruned
+    tiles = tiled(X)
+    for kernel in (greedy_pass.serial, greedy_pass.parallel):
+        lab, mnd = labels.copy(), mind.copy()
+        dists = np.full((4, n), np.nan)
+        partials, out = np.empty((4, n_chunks(n))), np.empty(4)
+        kernel(X, tiles, candidates, gaps, w, -1, -1, dists, lab, mnd, partials, out)
+        np.testing.assert_array_equal(lab, labels)
+        np.testing.assert_array_equal(_bits(partials.T), _bits(partials_ref))
+        np.testing.assert_array_equal(_bits(out), _bits(out_ref))
+        pruned = blob != 1
+        np.testing.assert_array_equal(_bits(dists[:, pruned]),
+                                      _bits(np.tile(mind[pruned], (4, 1))))
 
 
 # ------------------------------------------------------------------------------------------
