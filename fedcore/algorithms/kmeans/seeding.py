@@ -11,7 +11,7 @@ from ..._validation import (check_array, check_int, check_random_state,
                            check_sample_weight, check_weighted_range, weight_names)
 from ...kernels.kmeans.seeding import (apply_pending, center_gaps, chunk_sums, d2_refresh,
                                        d2_update, greedy_pass, min_gaps, min_sq_distance, n_chunks,
-                                       pick_index, pick_pending, pick_product, tiled)
+                                       pick_index, pick_product, tiled)
 
 __all__ = ["kmeans_plusplus"]
 
@@ -185,9 +185,9 @@ def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms, finish=Tr
             chunk_sums(weights, sums)
             candidate_rows[0] = pick_index(weights, sums, float(first_uniform))
             m = 1
-        elif sums.max() > 0.0:
+        elif sums.max() > 0.0:  # D^2 sampling on the D^2 after the pending center
             for p in range(L):
-                candidate_rows[p] = pick_pending(weights, dists, pend, sums,
+                candidate_rows[p] = pick_product(weights, dists[pend], sums,
                                                  float(trial_uniforms[t - 1, p]))
             m = L
         else:  # degenerate rule: by weight among rows not yet chosen

@@ -22,8 +22,9 @@ from hypothesis.extra import numpy as hnp
 import fedcore
 from fedcore import _config
 from fedcore.kernels.parallel import PARALLEL_MIN_CHUNKS
-from fedcore.algorithms.kmeans.seeding import (seed_from_uniforms, _kmeans_plusplus_greedy,
-                                         seed_lazy, check_n_local_trials)
+from fedcore.algorithms.kmeans.seeding import (seed_from_uniforms, _add_center,
+                                               _kmeans_plusplus_greedy, _seeding_state, seed_lazy,
+                                               check_n_local_trials)
 from fedcore.kernels.kmeans.seeding import (candidate_potentials, center_gaps, d2_update,
                                             greedy_pass, hints_pay, min_gaps, n_chunks, tiled)
 from tests.reference.greedy_seeding_reference import (candidate_potential_reference,
@@ -204,12 +205,9 @@ def test_greedy_pass_leaves_pruned_tiles_at_their_d2(dtype):
     blob = np.arange(n) * 4 // n  # four blobs of whole runs of rows
     X = (blob[:, None] * 1000.0 + rng.normal(size=(n, d))).astype(dtype)
     w = rng.integers(0, 3, size=n).astype(np.float64)
-    centers = X[np.searchsorted(blob, np.arange(4))].astype(np.float64)
-    labels, mind = np.full(n, -1, dtype=np.int64), np.full(n, np.inf)
-    gaps = np.empty(4)
-    for slot in range(4):
-        center_gaps(centers, slot, gaps)
-        d2_update(X, centers[slot], w, slot, gaps, labels, mind, np.empty(n_chunks(n)))
+    rows, centers, labels, mind, gaps, sums = _seeding_state(X, 4)
+    for t, row in enumerate(np.searchsorted(blob, np.arange(4))):  # one center per blob
+        _add_center(X, w, row, t, rows, centers, labels, mind, gaps, sums)
     candidates = X[rng.choice(np.flatnonzero(blob == 1), size=4)].astype(np.float64)
     partials_ref, out_ref = _potentials(candidate_potentials, X, w, centers, labels, mind,
                                         candidates)
