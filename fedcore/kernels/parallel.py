@@ -31,13 +31,27 @@ def use_parallel(n_rows, n_elements=0):
             or n_elements >= PARALLEL_MIN_ELEMENTS)
 
 
-def renamed(fn, suffix):
-    # A distinct qualname gives each variant its own on-disk cache entry.
-    clone = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + suffix,
-                               fn.__defaults__, fn.__closure__)
+def renamed(fn, suffix, namespace=None):
+    # A distinct qualname gives each variant its own on-disk cache entry. ``namespace``: the
+    # globals the clone sees (default: fn's module's).
+    clone = types.FunctionType(fn.__code__, fn.__globals__ if namespace is None else namespace,
+                               fn.__name__ + suffix, fn.__defaults__, fn.__closure__)
     clone.__qualname__ = fn.__qualname__ + suffix
     clone.__doc__ = fn.__doc__
     return clone
+
+
+def _variant_globals(fn, variant):
+    """``fn``'s globals with each chunked kernel that it calls by name replaced by that kernel's
+    ``variant`` (``"serial"`` or ``"parallel"``); None (its module's own) where it calls none.
+    A copy taken now: every global name ``fn`` reads must be bound before ``fn`` is defined."""
+    called = {name: fn.__globals__[name] for name in fn.__code__.co_names
+              if getattr(fn.__globals__.get(name), "chunked", False)}
+    if not called:
+        return None
+    namespace = dict(fn.__globals__)
+    namespace.update({name: getattr(kernel, variant) for name, kernel in called.items()})
+    return namespace
 
 
 def chunked_kernel(fn):
@@ -48,9 +62,16 @@ def chunked_kernel(fn):
     thread pool for small inputs. Both variants compute the same chunk partials merged in the same
     order, so the result is bit-identical either way. ``.serial``, ``.parallel`` and ``.py_func``
     expose the variants and the Python function.
+
+    A chunked kernel that ``fn`` calls by a global name (bound before ``fn`` is defined) runs in
+    the same variant: its serial one in the serial variant, its parallel one in the parallel
+    variant, each compiled once on its own. A kernel with no ``prange`` of its own (a driver of
+    chunked kernels) compiles its parallel variant without Numba's parallel transformation.
     """
-    serial = njit(renamed(fn, "_serial"))
-    parallel = njit(parallel=True)(renamed(fn, "_parallel"))
+    serial = njit(renamed(fn, "_serial", _variant_globals(fn, "serial")))
+    # (a kernel without a prange of its own is parallel by the chunked kernels it calls only)
+    parallel = njit(parallel="prange" in fn.__code__.co_names)(
+        renamed(fn, "_parallel", _variant_globals(fn, "parallel")))
 
     @functools.wraps(fn)
     def dispatch(*args):
@@ -61,6 +82,7 @@ def chunked_kernel(fn):
     dispatch.serial = serial
     dispatch.parallel = parallel
     dispatch.py_func = fn
+    dispatch.chunked = True
     return dispatch
 
 

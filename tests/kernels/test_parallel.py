@@ -1,6 +1,7 @@
 """When chunked kernels run their parallel variant (same bits either way: see the kernels'
-thread tests), that a small problem compiles and runs only the serial one, and that no parallel
-or inlined kernel writes through a named tuple's arrays (which Numba's parallel backend drops)."""
+thread tests), that a small problem compiles and runs only the serial one, that a chunked kernel
+calls others in its own variant, and that no parallel or inlined kernel writes through a named
+tuple's arrays (which Numba's parallel backend drops)."""
 import ast
 import pathlib
 
@@ -84,6 +85,34 @@ def test_a_small_input_runs_and_compiles_only_the_serial_variant():
         np.testing.assert_array_equal(out, 2.0)
     finally:
         numba.set_num_threads(previous)
+
+
+def _rows_twice(X, out):  # a driver: no prange of its own, calls the chunked kernel below
+    _row_sums(X, out)
+    for i in range(out.shape[0]):
+        out[i] *= 2.0
+
+
+def test_a_chunked_kernel_calls_chunked_kernels_in_its_own_variant():
+    # Each variant of a driver calls the same variant of the chunked kernels it calls by name:
+    # the serial driver compiles no parallel code, the parallel one runs the parallel loop.
+    global _row_sums
+    previous = _two_threads()
+    _row_sums = chunked_kernel(_sum_rows)
+    try:
+        driver = chunked_kernel(_rows_twice)
+        X = np.ones((PARALLEL_MIN_CHUNKS * CHUNK_SIZE + 1, 3))
+        out = np.empty(X.shape[0])
+        driver.serial(X, out)
+        np.testing.assert_array_equal(out, 6.0)
+        assert _row_sums.serial.signatures and not _row_sums.parallel.signatures
+        out[:] = 0.0
+        driver.parallel(X, out)
+        np.testing.assert_array_equal(out, 6.0)
+        assert _row_sums.parallel.signatures
+    finally:
+        numba.set_num_threads(previous)
+        del _row_sums
 
 
 def _parallel_or_inlined(node):

@@ -10,8 +10,8 @@ from numpy.typing import ArrayLike
 from ..._validation import (check_array, check_int, check_random_state,
                            check_sample_weight, check_weighted_range, weight_names)
 from ...kernels.kmeans.seeding import (apply_pending, center_gaps, chunk_sums, d2_refresh,
-                                       d2_update, greedy_pass, min_gaps, min_sq_distance, n_chunks,
-                                       pick_index, pick_product, tiled)
+                                       d2_update, greedy_pass, greedy_steps, min_gaps,
+                                       min_sq_distance, n_chunks, pick_index, pick_product, tiled)
 
 __all__ = ["kmeans_plusplus"]
 
@@ -176,32 +176,31 @@ def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms, finish=Tr
     dists = np.empty((L, n))
     partials = np.empty((L, n_chunks(n)))
     potentials = np.empty(L)
-    candidate_rows = np.empty(L, dtype=np.int64)
     # A pass too small to pay for waking the thread pool runs on this thread (same bits).
-    step = greedy_pass if n * L * (X.shape[1] + 8) >= _GREEDY_PARALLEL_WORK else greedy_pass.serial
+    big = n * L * (X.shape[1] + 8) >= _GREEDY_PARALLEL_WORK
+    step, steps = (greedy_pass, greedy_steps) if big else (greedy_pass.serial, greedy_steps.serial)
     pend = -1
-    for t in range(k):
+    t = 0
+    while t < k:
+        if t > 0:  # D^2 sampling, compiled, until the end or a step where every D^2 is 0
+            t, pend = steps(X, tiles, weights, trial_uniforms, t, pend, rows, centers, gaps, dists,
+                            labels, mind, partials, potentials)
+            if t == k:
+                break
+        # The first center, by weight, or the degenerate rule: by weight among rows not yet chosen
         if t == 0:
             chunk_sums(weights, sums)
-            candidate_rows[0] = pick_index(weights, sums, float(first_uniform))
-            m = 1
-        elif sums.max() > 0.0:  # D^2 sampling on the D^2 after the pending center
-            for p in range(L):
-                candidate_rows[p] = pick_product(weights, dists[pend], sums,
-                                                 float(trial_uniforms[t - 1, p]))
-            m = L
-        else:  # degenerate rule: by weight among rows not yet chosen
-            candidate_rows[0] = pick_unchosen(weights, rows[:t], float(trial_uniforms[t - 1, 0]))
-            m = 1
-        candidates = X[candidate_rows[:m]].astype(np.float64)
+            row = pick_index(weights, sums, float(first_uniform))
+        else:
+            row = pick_unchosen(weights, rows[:t], float(trial_uniforms[t - 1, 0]))
+        candidates = X[row:row + 1].astype(np.float64)
         min_gaps(candidates, centers, t, gaps)  # pruning only
         step(X, tiles, candidates, gaps, weights, pend, t - 1, dists, labels, mind, partials,
              potentials)
-        best = int(np.argmin(potentials[:m]))  # argmin: first of the lowest
-        pend = best
-        sums = partials[best]
-        rows[t] = candidate_rows[best]
-        centers[t] = candidates[best]
+        pend = 0
+        rows[t] = row
+        centers[t] = candidates[0]
+        t += 1
     if not finish:
         return rows, None, None
     apply_pending(dists, pend, k - 1, labels, mind)
