@@ -509,6 +509,7 @@ def greedy_steps(X, tiles, weights, uniforms, start, pend, rows, centers, gaps, 
     d = X.shape[1]
     candidates = np.empty((L, d))
     picked = np.empty(L, dtype=np.int64)
+    product = np.bool_(True)  # (a typed bool: _pick as Python calls it, not a literal's variant)
     for t in range(start, k):
         sums = partials[pend]
         positive = False
@@ -517,7 +518,7 @@ def greedy_steps(X, tiles, weights, uniforms, start, pend, rows, centers, gaps, 
         if not positive:
             return t, pend
         for p in range(L):
-            picked[p] = _pick(weights, dists[pend], True, sums, uniforms[t - 1, p])
+            picked[p] = _pick(weights, dists[pend], product, sums, uniforms[t - 1, p])
             for f in range(d):
                 candidates[p, f] = X[picked[p], f]
         min_gaps(candidates, centers, t, gaps)  # pruning only
