@@ -55,7 +55,8 @@ def _variant_globals(fn, variant):
 
 
 def chunked_kernel(fn):
-    """Compile ``fn`` (whose loop over row chunks is a ``prange``) serially and in parallel.
+    """Compile ``fn`` (whose loop over row chunks is a ``prange``, or which calls chunked kernels)
+    serially and in parallel.
 
     The returned function runs the parallel variant when :func:`use_parallel` holds for the first
     argument (its rows and its size), else the serial one, which avoids waking (and compiling) a

@@ -87,32 +87,36 @@ def test_a_small_input_runs_and_compiles_only_the_serial_variant():
         numba.set_num_threads(previous)
 
 
-def _rows_twice(X, out):  # a driver: no prange of its own, calls the chunked kernel below
-    _row_sums(X, out)
-    for i in range(out.shape[0]):
-        out[i] *= 2.0
+def _thread_of_rows(X, out):
+    for i in numba.prange(X.shape[0]):
+        out[i] = numba.get_thread_id()
+
+
+def _threads_of_rows(X, out):  # a driver: no prange of its own, calls the chunked kernel below
+    _row_threads(X, out)
 
 
 def test_a_chunked_kernel_calls_chunked_kernels_in_its_own_variant():
     # Each variant of a driver calls the same variant of the chunked kernels it calls by name:
-    # the serial driver compiles no parallel code, the parallel one runs the parallel loop.
-    global _row_sums
+    # the serial driver runs every row on this thread, the parallel one on both threads (by
+    # thread, not by the kernels' signatures: a driver loaded from Numba's cache compiles none).
+    global _row_threads
     previous = _two_threads()
-    _row_sums = chunked_kernel(_sum_rows)
+    _row_threads = chunked_kernel(_thread_of_rows)
     try:
-        driver = chunked_kernel(_rows_twice)
+        driver = chunked_kernel(_threads_of_rows)
+        for variant in ("serial", "parallel"):  # (what each variant is compiled from)
+            called = getattr(driver, variant).py_func.__globals__["_row_threads"]
+            assert called is getattr(_row_threads, variant)
         X = np.ones((PARALLEL_MIN_CHUNKS * CHUNK_SIZE + 1, 3))
-        out = np.empty(X.shape[0])
+        out = np.full(X.shape[0], -1, dtype=np.int64)
         driver.serial(X, out)
-        np.testing.assert_array_equal(out, 6.0)
-        assert _row_sums.serial.signatures and not _row_sums.parallel.signatures
-        out[:] = 0.0
+        assert (out == 0).all()
         driver.parallel(X, out)
-        np.testing.assert_array_equal(out, 6.0)
-        assert _row_sums.parallel.signatures
+        assert set(np.unique(out).tolist()) == {0, 1}
     finally:
         numba.set_num_threads(previous)
-        del _row_sums
+        del _row_threads
 
 
 def _parallel_or_inlined(node):
