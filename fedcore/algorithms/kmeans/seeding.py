@@ -15,12 +15,6 @@ from ...kernels.kmeans.seeding import (apply_pending, center_gaps, chunk_sums, d
 
 __all__ = ["kmeans_plusplus"]
 
-# Work (rows x candidates x (features + 8), the 8 for the per-row bookkeeping) from which a greedy
-# pass runs on the thread pool: about 1 ms on one core (1e5 x 2, 4 candidates: 4e6, 1.7 ms).
-# Smaller passes stay on this thread, since a parallel region can wait milliseconds for its
-# threads when the CPUs are busy.
-_GREEDY_PARALLEL_WORK = 1 << 21
-
 
 def seed_from_uniforms(X, weights, uniforms, prefix=(), totals=None):
     """k-means++ on validated input; one uniform per drawn center. Returns (rows, labels, mind).
@@ -176,15 +170,14 @@ def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms, finish=Tr
     dists = np.empty((L, n))
     partials = np.empty((L, n_chunks(n)))
     potentials = np.empty(L)
-    # A pass too small to pay for waking the thread pool runs on this thread (same bits).
-    big = n * L * (X.shape[1] + 8) >= _GREEDY_PARALLEL_WORK
-    step, steps = (greedy_pass, greedy_steps) if big else (greedy_pass.serial, greedy_steps.serial)
+    # The passes run on the thread pool by the rule of every chunked kernel (use_parallel: from 4
+    # chunks of rows); the same bits either way.
     pend = -1
     t = 0
     while t < k:
         if t > 0:  # D^2 sampling, compiled, until the end or a step where every D^2 is 0
-            t, pend = steps(X, tiles, weights, trial_uniforms, t, pend, rows, centers, gaps, dists,
-                            labels, mind, partials, potentials)
+            t, pend = greedy_steps(X, tiles, weights, trial_uniforms, t, pend, rows, centers, gaps,
+                                   dists, labels, mind, partials, potentials)
             if t == k:
                 break
         # The first center, by weight, or the degenerate rule: by weight among rows not yet chosen
@@ -195,8 +188,8 @@ def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms, finish=Tr
             row = pick_unchosen(weights, rows[:t], float(trial_uniforms[t - 1, 0]))
         candidates = X[row:row + 1].astype(np.float64)
         min_gaps(candidates, centers, t, gaps)  # pruning only
-        step(X, tiles, candidates, gaps, weights, pend, t - 1, dists, labels, mind, partials,
-             potentials)
+        greedy_pass(X, tiles, candidates, gaps, weights, pend, t - 1, dists, labels, mind,
+                    partials, potentials)
         pend = 0
         rows[t] = row
         centers[t] = candidates[0]
