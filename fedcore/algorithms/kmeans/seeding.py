@@ -172,15 +172,10 @@ def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms, finish=Tr
     potentials = np.empty(L)
     # The passes run on the thread pool by the rule of every chunked kernel (use_parallel: from 4
     # chunks of rows); the same bits either way.
-    pend = -1
-    t = 0
+    pend, t = -1, 0
     while t < k:
-        if t > 0:  # D^2 sampling, compiled, until the end or a step where every D^2 is 0
-            t, pend = greedy_steps(X, tiles, weights, trial_uniforms, t, pend, rows, centers, gaps,
-                                   dists, labels, mind, partials, potentials)
-            if t == k:
-                break
-        # The first center, by weight, or the degenerate rule: by weight among rows not yet chosen
+        # One candidate: the first center, by weight, or the degenerate rule (every D^2 is 0):
+        # by weight among rows not yet chosen.
         if t == 0:
             chunk_sums(weights, sums)
             row = pick_index(weights, sums, float(first_uniform))
@@ -190,10 +185,11 @@ def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms, finish=Tr
         min_gaps(candidates, centers, t, gaps)  # pruning only
         greedy_pass(X, tiles, candidates, gaps, weights, pend, t - 1, dists, labels, mind,
                     partials, potentials)
-        pend = 0
         rows[t] = row
         centers[t] = candidates[0]
-        t += 1
+        # Then D^2 sampling, compiled, until the end or the next step where every D^2 is 0.
+        t, pend = greedy_steps(X, tiles, weights, trial_uniforms, t + 1, 0, rows, centers, gaps,
+                               dists, labels, mind, partials, potentials)
     if not finish:
         return rows, None, None
     apply_pending(dists, pend, k - 1, labels, mind)

@@ -17,7 +17,7 @@ import numpy as np
 from numba import prange
 
 from ..._config import CHUNK_SIZE
-from ..arrays import CACHE_LINE, prefetch
+from ..arrays import CACHE_LINE, copy_into, prefetch
 from ..jit import njit
 from ..parallel import chunked_kernel, last_chunk_first
 from .distances import TILE_ROWS, tile_lanes
@@ -403,11 +403,14 @@ def candidate_potentials(X, candidates, gaps, weights, labels, mind, partials, o
         out[p] = total
 
 
+@njit
 def pick_pending(weights, dists, pend, sums, u):
     """:func:`pick_product` on ``weights * dists[pend]``, the D^2 after the center of row ``pend``
     of ``dists`` (see :func:`greedy_pass`), without applying that center; ``sums`` must be the
-    chunk sums of those products, as :func:`greedy_pass` writes them."""
-    return pick_product(weights, dists[pend], sums, u)
+    chunk sums of those products, as :func:`greedy_pass` writes them. (Compiled: the draw of
+    :func:`greedy_steps`; a typed bool, so that ``_pick`` compiles as Python calls it, not a
+    literal's variant.)"""
+    return _pick(weights, dists[pend], np.bool_(True), sums, u)
 
 
 def tiled(X):
@@ -494,7 +497,7 @@ def greedy_pass(X, tiles, candidates, gaps, weights, pend, slot, dists, labels, 
 def greedy_steps(X, tiles, weights, uniforms, start, pend, rows, centers, gaps, dists, labels,
                  mind, partials, out):
     """Steps ``start, start + 1, ...`` of greedy k-means++, each a D^2 draw of ``L`` candidates
-    (:func:`pick_product` on the D^2 after the pending center, with ``uniforms[t - 1]``), then
+    (:func:`pick_pending`: the D^2 after the pending center, with ``uniforms[t - 1]``), then
     :func:`greedy_pass`, then the candidate of the lowest potential (the first on ties) becomes
     center ``t`` and pending. The whole loop is compiled: from Python each step cost several
     kernel calls' overhead (about 50 us, a quarter of a step at 2e4 x 10, 6 candidates).
@@ -509,7 +512,6 @@ def greedy_steps(X, tiles, weights, uniforms, start, pend, rows, centers, gaps, 
     d = X.shape[1]
     candidates = np.empty((L, d))
     picked = np.empty(L, dtype=np.int64)
-    product = np.bool_(True)  # (a typed bool: _pick as Python calls it, not a literal's variant)
     for t in range(start, k):
         sums = partials[pend]
         positive = False
@@ -518,9 +520,8 @@ def greedy_steps(X, tiles, weights, uniforms, start, pend, rows, centers, gaps, 
         if not positive:
             return t, pend
         for p in range(L):
-            picked[p] = _pick(weights, dists[pend], product, sums, uniforms[t - 1, p])
-            for f in range(d):
-                candidates[p, f] = X[picked[p], f]
+            picked[p] = pick_pending(weights, dists, pend, sums, uniforms[t - 1, p])
+            copy_into(candidates[p], X[picked[p]], d)
         min_gaps(candidates, centers, t, gaps)  # pruning only
         greedy_pass(X, tiles, candidates, gaps, weights, pend, t - 1, dists, labels, mind,
                     partials, out)
@@ -530,8 +531,7 @@ def greedy_steps(X, tiles, weights, uniforms, start, pend, rows, centers, gaps, 
                 best = p
         pend = best
         rows[t] = picked[best]
-        for f in range(d):
-            centers[t, f] = candidates[best, f]
+        copy_into(centers[t], candidates[best], d)
     return k, pend
 
 
