@@ -19,7 +19,9 @@ from hypothesis.extra import numpy as hnp
 
 import fedcore
 from fedcore import _config
-from fedcore.kernels.kmeans.distances import LANE_ROWS, TILE_ROWS, nearest_lanes, tile_lanes
+from fedcore.kernels.kmeans.distances import (LANE_ROWS, TILE_ROWS, lane_width, nearest_lanes,
+                                              nearest_rows, nearest_two, tile_lanes,
+                                              transpose_lanes)
 from tests.reference.kmeans_reference import (assign_reference, kmeans_lloyd_reference,
                                               kmeanspp_reference, lloyd_iteration_reference,
                                               sq_distance_matrix_reference, sq_distance_reference)
@@ -1006,6 +1008,64 @@ def test_tile_lanes_equal_the_sequential_reference(d, n_cand, single, grid, seed
     expected = sq_distance_matrix_reference(rows, candidates).T
     np.testing.assert_array_equal(_bits(out[:n_cand]), _bits(expected))
     assert np.isnan(out[n_cand]).all()
+
+
+@numba.njit
+def _transpose_lanes_at(X, rows, starts, block_t):
+    for q in range(starts.shape[0]):
+        transpose_lanes(X, rows, starts[q], block_t)
+
+
+@numba.njit
+def _nearest_rows_block(X, rows, centers_t, block_t, best, second, arg):
+    nearest_rows(X, rows, centers_t, block_t, best, second, arg)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d", [1, 7, 8, 9, 16, 17, 64])
+def test_transpose_lanes_copies_eight_rows_into_their_columns(dtype, d):
+    """Eight rows, named by indices in any order and repeated, from index arrays of any layout,
+    land transposed in their eight columns, widened to float64 with the same values (the
+    features of whole vectors and the rest); every other column is left as it was."""
+    rng = np.random.default_rng(d)
+    X = (rng.standard_normal((50, d)) * 1e30).astype(dtype)
+    rows = rng.integers(0, 50, size=48)
+    rows[3] = rows[4]
+    width = 40
+    for index in (rows[:24], rows[::2]):  # (C-contiguous and strided indices)
+        block_t = np.full((d, width), np.nan)
+        starts = np.array([0, 16], dtype=np.int64)
+        _transpose_lanes_at(X, index, starts, block_t)
+        for s in starts:
+            np.testing.assert_array_equal(block_t[:, s:s + 8],
+                                          X[index[s:s + 8]].T.astype(np.float64))
+        assert np.isnan(block_t[:, 8:16]).all() and np.isnan(block_t[:, 24:]).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d", [1, 7, 8, 9, 17])
+@pytest.mark.parametrize("layout", ["C", "strided"])
+@pytest.mark.parametrize("m", [1, 7, 8, 9, 31, 128])
+def test_nearest_rows_block_holds_the_rows_transposed(dtype, d, layout, m):
+    """nearest_rows' block holds its rows transposed (eight at a time by transpose_lanes where X
+    is C-contiguous, the rest one at a time), zeros in the columns after them up to the lane
+    width, and its labels and distances are nearest_two's for every row."""
+    rng = np.random.default_rng(m * d)
+    data = rng.standard_normal((300, 2 * d)).astype(dtype)
+    X = np.ascontiguousarray(data[:, :d]) if layout == "C" else data[:, ::2]
+    rows = rng.integers(0, 300, size=m)
+    centers = rng.standard_normal((5, d))
+    width = lane_width(m)
+    block_t = np.full((d, width), np.nan)
+    best, second = np.empty(width), np.empty(width)
+    arg = np.empty(width, dtype=np.int64)
+    centers_t = np.ascontiguousarray(centers.T)
+    _nearest_rows_block(X, rows, centers_t, block_t, best, second, arg)
+    np.testing.assert_array_equal(block_t[:, :m], X[rows].T.astype(np.float64))
+    assert (block_t[:, m:] == 0.0).all()
+    buf = np.empty(5)
+    for r in range(m):
+        assert nearest_two(X, rows[r], centers_t, buf) == (arg[r], best[r], second[r])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
