@@ -474,12 +474,15 @@ def transpose_lanes(typingctx, X, rows, start, block_t):
 
 def _transposed(X, rows, block_t):
     """:func:`transpose_lanes` of the first rows, ``_LANES`` at a time, where it takes these
-    types (C-contiguous float32/float64 X); returns how many rows it did."""
+    types (C-contiguous float32/float64 X and float64 ``block_t``); returns how many rows it
+    did."""
 
 
 @overload(_transposed, jit_options={"cache": NUMBA_CACHE})
 def _transposed_impl(X, rows, block_t):
-    if not (_is_array(X, 2, types.float32) or _is_array(X, 2, types.float64)):
+    if not ((_is_array(X, 2, types.float32) or _is_array(X, 2, types.float64))
+            and isinstance(rows, types.Array) and rows.ndim == 1
+            and isinstance(rows.dtype, types.Integer) and _is_array(block_t, 2, types.float64)):
         return lambda X, rows, block_t: 0
 
     def impl(X, rows, block_t):
@@ -504,8 +507,8 @@ def nearest_rows(X, rows, centers_t, block_t, best, second, arg):
     center (+inf for one center), for ``r < rows.shape[0]``, the bits of :func:`nearest_two`.
 
     The rows are transposed into ``block_t`` float64 (d, w) (:func:`transpose_lanes`, eight
-    at a time), the columns after them up to
-    :func:`lane_width` set to zero, and :func:`nearest_lanes` scans them ``LANE_ROWS`` at a time.
+    at a time), the columns after them up to :func:`lane_width` set to zero, and
+    :func:`nearest_lanes` scans them ``LANE_ROWS`` at a time.
     IN ``X`` float32/float64 (n, d); ``centers_t`` float64 (d, k) C-contiguous. The caller
     guarantees ``d`` rows of ``block_t`` and ``w``, and the lengths of ``best``, ``second`` and
     ``arg`` (float64, float64, int64), at least :func:`lane_width` of the rows: nothing is checked
