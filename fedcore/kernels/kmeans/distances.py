@@ -412,6 +412,15 @@ def own_lanes(typingctx, X, rows, centers, which, start, out):
     return types.void(X, rows, centers, which, start, out), codegen
 
 
+def _transpose_takes(X, rows, block_t):
+    """Whether :func:`transpose_lanes` takes these Numba types: C-contiguous two-dimensional
+    float32/float64 ``X``, one-dimensional integer ``rows`` (any layout) and C-contiguous
+    two-dimensional float64 ``block_t``."""
+    return ((_is_array(X, 2, types.float32) or _is_array(X, 2, types.float64))
+            and isinstance(rows, types.Array) and rows.ndim == 1
+            and isinstance(rows.dtype, types.Integer) and _is_array(block_t, 2, types.float64))
+
+
 @intrinsic
 def transpose_lanes(typingctx, X, rows, start, block_t):
     """OUT ``block_t[f, start + r] = X[rows[start + r], f]`` (widened to float64: exact) for
@@ -419,16 +428,14 @@ def transpose_lanes(typingctx, X, rows, start, block_t):
 
     ``_LANES`` features of the ``_LANES`` rows are read as vectors and transposed in registers
     (:func:`_transpose`), so each feature's rows are stored as one vector; the features past the
-    last whole vector are gathered lane by lane. A loop over rows and features leaves the
-    compiler a scatter store per row (one element per line of ``block_t``), which dominated the
-    exact scan's E-step (uniform 5e5 x 10, k = 10). ``X`` float32/float64 (n, d) and ``block_t``
-    float64 (d, w), both C-contiguous; ``rows`` integers, any layout. The caller guarantees the
-    indices and ``start + _LANES <= w``; nothing is checked.
+    last whole vector (all of them where ``d < _LANES``) are gathered lane by lane. A loop over
+    rows and features leaves the compiler a scatter store per row (one element per line of
+    ``block_t``): about 30% of the exact scan's E-step (uniform 5e5 x 10, k = 10). Types: see
+    :func:`_transpose_takes`. The caller guarantees ``start + _LANES <= rows.shape[0]``, the
+    indices, and ``d`` rows and at least ``start + _LANES`` columns of ``block_t``; nothing is
+    checked.
     """
-    if not ((_is_array(X, 2, types.float32) or _is_array(X, 2, types.float64))
-            and isinstance(rows, types.Array) and rows.ndim == 1
-            and isinstance(rows.dtype, types.Integer) and isinstance(start, types.Integer)
-            and _is_array(block_t, 2, types.float64)):
+    if not (_transpose_takes(X, rows, block_t) and isinstance(start, types.Integer)):
         return None
 
     def codegen(context, builder, signature, args):
@@ -474,15 +481,12 @@ def transpose_lanes(typingctx, X, rows, start, block_t):
 
 def _transposed(X, rows, block_t):
     """:func:`transpose_lanes` of the first rows, ``_LANES`` at a time, where it takes these
-    types (C-contiguous float32/float64 X and float64 ``block_t``); returns how many rows it
-    did."""
+    types (:func:`_transpose_takes`); returns how many rows it did."""
 
 
 @overload(_transposed, jit_options={"cache": NUMBA_CACHE})
 def _transposed_impl(X, rows, block_t):
-    if not ((_is_array(X, 2, types.float32) or _is_array(X, 2, types.float64))
-            and isinstance(rows, types.Array) and rows.ndim == 1
-            and isinstance(rows.dtype, types.Integer) and _is_array(block_t, 2, types.float64)):
+    if not _transpose_takes(X, rows, block_t):
         return lambda X, rows, block_t: 0
 
     def impl(X, rows, block_t):
@@ -506,8 +510,9 @@ def nearest_rows(X, rows, centers_t, block_t, best, second, arg):
     its squared distance and index, ``second[r]`` the squared distance to the nearest other
     center (+inf for one center), for ``r < rows.shape[0]``, the bits of :func:`nearest_two`.
 
-    The rows are transposed into ``block_t`` float64 (d, w) (:func:`transpose_lanes`, eight
-    at a time), the columns after them up to :func:`lane_width` set to zero, and
+    The rows are transposed into ``block_t`` float64 (d, w) (C-contiguous X: eight at a time
+    by :func:`transpose_lanes`, the rest one at a time), the columns after them up to
+    :func:`lane_width` set to zero, and
     :func:`nearest_lanes` scans them ``LANE_ROWS`` at a time.
     IN ``X`` float32/float64 (n, d); ``centers_t`` float64 (d, k) C-contiguous. The caller
     guarantees ``d`` rows of ``block_t`` and ``w``, and the lengths of ``best``, ``second`` and
