@@ -757,15 +757,20 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
     m = 0
     c = 0
     for i in range(start, stop):  # rows with a bound, and rows to scan (their order is free)
-        if lower[i] > 0.0:
-            a = labels[i]
+        # Unsigned indices (rows and labels are never negative): Numba then adds no wraparound
+        # fix-up to each of these loads and stores (blobs 1e5 x 2 and x 10, k = 10: 1.06-1.11x
+        # fits).
+        u = np.uint64(i)
+        if lower[u] > 0.0:
+            a = labels[u]
+            ua = np.uint64(a)
             kept = False  # branch-free: the row is written, and counted only if not kept
             if lazy:
-                up = distances[i]
-                low = lower[i]
-                kept = up + margin < max(low, half_sep[a])
+                up = distances[u]
+                low = lower[u]
+                kept = up + margin < max(low, half_sep[ua])
                 # |x - c_j| >= |c_a - c_j| - |x - c_a| >= 2 half_sep[a] - |x - c_a|
-                lower[i] = max(low, 2.0 * half_sep[a] - up)
+                lower[u] = max(low, 2.0 * half_sep[ua] - up)
                 if not tighten and i % _TIGHTEN_SAMPLE != 0:  # to the screen or scan as is
                     pending[m] = i
                     known[m] = -1.0
