@@ -758,7 +758,7 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
     c = 0
     for i in range(start, stop):  # rows with a bound, and rows to scan (their order is free)
         # Unsigned indices (rows and labels are never negative): Numba then adds no wraparound
-        # fix-up to each of these loads and stores (blobs 1e5 x 2 and x 10, k = 10: 1.06-1.11x
+        # fix-up to each of these loads and stores (blobs 1e5 x 2 and x 10, k = 10: 1.05-1.11x
         # fits).
         u = np.uint64(i)
         if lower[u] > 0.0:
