@@ -863,8 +863,10 @@ def _add_row(X, weights, i, a, sums, weight_sums):
     """Add row ``i``, weighted, to the M-step sums of cluster ``a``."""
     w = weights[i]
     weight_sums[a] += w
+    u = np.uint64(i)  # (unsigned: no wraparound fix-ups, docs/style.md)
+    ua = np.uint64(a)
     for f in range(X.shape[1]):
-        sums[a, f] += w * np.float64(X[i, f])
+        sums[ua, f] += w * np.float64(X[u, f])
 
 
 @njit(inline="always")
@@ -872,9 +874,10 @@ def _add_statistics(X, weights, labels, distances, start, stop, sums, weight_sum
     """IN/OUT ``sums`` (k, d) and ``weight_sums`` (k,): the M-step sums, to which rows
     ``start:stop`` are added in row order; returns ``acc`` plus their weighted inertia."""
     for i in range(start, stop):
-        a = labels[i]
-        acc += weights[i] * distances[i]
-        _add_row(X, weights, i, a, sums, weight_sums)
+        u = np.uint64(i)  # (unsigned: no wraparound fix-ups, docs/style.md)
+        a = np.uint64(labels[u])
+        acc += weights[u] * distances[u]
+        _add_row(X, weights, u, a, sums, weight_sums)
     return acc
 
 
@@ -1247,13 +1250,14 @@ def _loosen_and_compare(labels, labels_old, lower, upper, lazy, drifts, loosen, 
     for c in prange(changed.shape[0]):
         flag = False
         for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
-            a = labels[i]
+            u = np.uint64(i)  # (unsigned: no wraparound fix-ups, docs/style.md)
+            a = labels[u]
             if loosen:
-                lower[i] -= runner if a == top_j else top
+                lower[u] -= runner if a == top_j else top
                 if lazy:
-                    upper[i] += drifts[a]
+                    upper[u] += drifts[np.uint64(a)]
             if compare:
-                old = labels_old[i]
+                old = labels_old[u]
                 if a != old:
                     if mark:
                         if not flag:
@@ -1263,7 +1267,7 @@ def _loosen_and_compare(labels, labels_old, lower, upper, lazy, drifts, loosen, 
                             touched[c, old] = True
                     flag = True
             if loosen:
-                labels_old[i] = a
+                labels_old[u] = a
         if compare:
             changed[c] = flag
     any_change = False
