@@ -512,8 +512,7 @@ def nearest_rows(X, rows, centers_t, block_t, best, second, arg):
 
     The rows are transposed into ``block_t`` float64 (d, w) (C-contiguous X: eight at a time
     by :func:`transpose_lanes`, the rest one at a time), the columns after them up to
-    :func:`lane_width` set to zero, and
-    :func:`nearest_lanes` scans them ``LANE_ROWS`` at a time.
+    :func:`lane_width` set to zero, and :func:`nearest_lanes` scans them ``LANE_ROWS`` at a time.
     IN ``X`` float32/float64 (n, d); ``centers_t`` float64 (d, k) C-contiguous. The caller
     guarantees ``d`` rows of ``block_t`` and ``w``, and the lengths of ``best``, ``second`` and
     ``arg`` (float64, float64, int64), at least :func:`lane_width` of the rows: nothing is checked
