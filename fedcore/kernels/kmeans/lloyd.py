@@ -861,10 +861,10 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
 @njit(inline="always")
 def _add_row(X, weights, i, a, sums, weight_sums):
     """Add row ``i``, weighted, to the M-step sums of cluster ``a``."""
-    w = weights[i]
-    weight_sums[a] += w
     u = np.uint64(i)  # (unsigned: no wraparound fix-ups, docs/style.md)
     ua = np.uint64(a)
+    w = weights[u]
+    weight_sums[ua] += w
     for f in range(X.shape[1]):
         sums[ua, f] += w * np.float64(X[u, f])
 
