@@ -1233,7 +1233,7 @@ def _update_centers(centers, center_sums, weight_sums, take_prior, dirty, next_p
     return shift
 
 
-@njit(inline="always")
+@chunked_kernel
 def _loosen_and_compare(labels, labels_old, lower, upper, lazy, drifts, loosen, compare, mark,
                         touched, changed):
     """The bound update of [Hamerly] (each row's lower bound drops by the largest move of a center
@@ -1244,7 +1244,10 @@ def _loosen_and_compare(labels, labels_old, lower, upper, lazy, drifts, loosen, 
     ``mark``, OUT ``touched[c, j]``: a row of chunk ``c`` left or joined cluster ``j`` (the rows
     of chunks without a change are not cleared). Pass the flags as constants where the loop is
     hot: marking keeps the compiler from vectorizing it (uniform 1e5 x 10, k = 10: 2-3% slower
-    fits)."""
+    fits). Each constant set of flags compiles a variant (the loop passes four), a kernel of its
+    own rather than inlined: its types do not depend on X or the screen, so it compiles once for
+    every specialisation of the loop (inlined four times, it took 2.5 s of the serial loop's 7 s
+    compile and 4-5 s of the parallel loop's 13-15 s)."""
     top, top_j, runner = top_two(drifts)
     n = labels.shape[0]
     for c in prange(changed.shape[0]):
