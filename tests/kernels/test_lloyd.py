@@ -1139,3 +1139,28 @@ def test_half_separation_screened_by_blas_equals_reference(kind, k, d):
         centers = rows_of_kind(kind, rng, k, d, max(2, k // 8))
     expected = 0.5 * np.sqrt(_nearest_other_reference(centers))
     np.testing.assert_array_equal(_bits(half_separation(centers, np.empty(k))), _bits(expected))
+
+
+def test_read_only_and_writeable_rows_share_the_compiled_loop():
+    # Numba types read-only and writeable arrays apart; the loop never writes X, so every entry
+    # point hands it a read-only view: a memory-mapped or shared X compiles nothing new, and X
+    # comes back as writeable as it went in.
+    from fedcore.kernels.kmeans import lloyd
+    rng = np.random.default_rng(5)
+    n, d, k = 500, 3, 4
+    X = rng.random((n, d))
+    frozen = X.copy()
+    frozen.flags.writeable = False
+    results = []
+    for rows in (X, frozen):
+        c = rows[:k].copy()
+        labels, dist = np.empty(n, dtype=np.int64), np.empty(n)
+        lloyd.lloyd_run(rows, np.ones(n), c, 5, 0.0, 0.0, labels, dist)
+        out = np.empty(n, dtype=np.int64), np.empty(n), np.empty((k, d)), np.empty(k)
+        lloyd.lloyd_iteration(rows, np.ones(n), c, *out)
+        results.append((c, labels, dist) + out)
+    for a, b in zip(*results):
+        _assert_same_bits(a, b)
+    assert X.flags.writeable and not frozen.flags.writeable
+    sigs = lloyd._lloyd_loop.serial.signatures
+    assert sigs and not any(sig[0].mutable for sig in sigs), sigs
