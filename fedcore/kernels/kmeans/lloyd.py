@@ -1419,7 +1419,9 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
         # Only the final E-step's distances are kept (and every E-step's in a recorded or replayed
         # run): the others compute only the distances their labels need, and keep upper bounds
         # on the distances (not squared) in ``distances`` instead.
-        lazy = it < max_iter and lazy_run
+        # (a typed bool: ``a and b`` was typed int64 in plain runs and bool in recorded ones,
+        # which compiled _estep_rows and _loosen_and_compare twice for each type of X)
+        lazy = np.bool_(it < max_iter and lazy_run)
         # A split E-step sums, after it, only the clusters whose rows changed since the last
         # (the others' sums, and so their centers, would come out the same bits).
         split = split and lazy
