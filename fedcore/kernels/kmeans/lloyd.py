@@ -1420,7 +1420,8 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
         # run): the others compute only the distances their labels need, and keep upper bounds
         # on the distances (not squared) in ``distances`` instead.
         # (a typed bool: ``a and b`` was typed int64 in plain runs and bool in recorded ones,
-        # which compiled _estep_rows and _loosen_and_compare twice for each type of X)
+        # which compiled _estep_rows twice for each type of X and screen, and the bound update
+        # twice)
         lazy = np.bool_(it < max_iter and lazy_run)
         # A split E-step sums, after it, only the clusters whose rows changed since the last
         # (the others' sums, and so their centers, would come out the same bits).
@@ -1622,9 +1623,8 @@ def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, *,
     direct = uses_direct(d) if direct is None else direct
     with one_blas_thread() if buffers is not None else contextlib.nullcontext():
         return _lloyd_loop(_read_only(X), weights, centers, max_iter, tol, margin, labels,
-                           distances,
-                           np.empty((k, d)), np.empty(k), _wave_size(n, k, d), bool(direct),
-                           buffers, trace, prior)
+                           distances, np.empty((k, d)), np.empty(k), _wave_size(n, k, d),
+                           bool(direct), buffers, trace, prior)
 
 
 def lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances, single=True,
