@@ -1255,8 +1255,8 @@ def _loosen_and_compare(labels, labels_old, lower, upper, lazy, drifts, loosen, 
     hot: marking keeps the compiler from vectorizing it (uniform 1e5 x 10, k = 10: 2-3% slower
     fits). Each constant set of flags compiles a variant (the loop passes four), a kernel of its
     own rather than inlined: its types do not depend on X or the screen, so it compiles once for
-    every specialisation of the loop (inlined four times, it took 2.5 s of the serial loop's 7 s
-    compile and 4-5 s of the parallel loop's 13-15 s)."""
+    every specialisation of the loop (inlined four times, it took about 2 s of the serial loop's
+    6.4-7 s compile and 4-5 s of the parallel loop's 13-15 s)."""
     top, top_j, runner = top_two(drifts)
     n = labels.shape[0]
     for c in prange(changed.shape[0]):
