@@ -8,6 +8,7 @@
 - Same bits with 1 and 2 Numba threads, on arrays spanning several chunks.
 No statistical tests here (no false alarms beyond floating-point tolerances stated per test).
 """
+import contextlib
 import importlib
 
 import numba
@@ -405,7 +406,11 @@ def test_lazy_estep_equals_every_distance_computed(kind, d):
     # two initial centers coincide, so one of them starts empty and takes the farthest row
     # (by exact distances, recomputed for it). Rows scaled by 1e-3 at d = 20: distances below 1,
     # whose squares are smaller than they are (a square taken for a bound would be too small).
+    # The lazy run takes the parallel variant (more than 3 chunks); the two references run on
+    # one thread, the serial variant (the same bits for any thread count, tested apart): each
+    # parallel specialisation of the loop costs the suite 13-20 s of compile.
     from fedcore.kernels.kmeans.lloyd import lloyd_core
+    from fedcore.kernels.parallel import single_threaded_kernels
     rng = np.random.default_rng(d)
     n, k = 3 * CHUNK + 17, 12
     X = rows_of_kind(kind, rng, n, d, k) * (1e-3 if d == 20 else 1.0)
@@ -418,8 +423,10 @@ def test_lazy_estep_equals_every_distance_computed(kind, d):
     for screen, record in ((True, False), (True, True), (False, False)):
         centers = init.copy()
         labels, dist = np.full(n, -7), np.full(n, np.nan)
-        inertia, n_iter, trace = lloyd_core(X, w, centers, 25, 0.0, margin, labels, dist,
-                                            record=record, screen=screen)
+        lazy = screen and not record
+        with contextlib.nullcontext() if lazy else single_threaded_kernels():
+            inertia, n_iter, trace = lloyd_core(X, w, centers, 25, 0.0, margin, labels, dist,
+                                                record=record, screen=screen)
         if record:
             assert trace.moved.any()  # a relocation happened
         runs.append((centers, labels, dist, inertia, n_iter))
