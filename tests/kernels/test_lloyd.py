@@ -769,6 +769,26 @@ def test_split_estep_by_its_rule_equals_every_cluster_summed(monkeypatch, d, k, 
             _assert_same_runs(recorded, _with_threads(threads, lambda: compiled(screen)))
 
 
+def test_narrow_rows_split_only_where_x_fits_in_cache(monkeypatch):
+    """Rows narrower than ``SPLIT_WIDE_ROW_BYTES`` split E-steps only where X is at most
+    ``SPLIT_NARROW_MAX_BYTES``, and rows of 80 bytes never; the same bits as the recorded run
+    either way. Data as in the test above (the rule splits where it may)."""
+    from fedcore.kernels.kmeans import lloyd
+    rng = np.random.default_rng(3)
+    n, k = 2 * CHUNK + 33, 10
+    for d, limit, splits in ((12, None, True), (12, 12 * 8 * n - 1, False), (10, None, False)):
+        blobs = rng.normal(size=(k - 3, d)) * 20.0
+        X = blobs[rng.integers(0, k - 3, n)] + rng.normal(size=(n, d))
+        w = rng.integers(0, 4, size=n).astype(np.float64)
+        init = np.vstack([blobs[:1] + rng.normal(size=(4, d)),
+                          blobs[1:] + rng.normal(size=(k - 4, d))])
+        if limit is not None:
+            monkeypatch.setattr(lloyd, "SPLIT_NARROW_MAX_BYTES", limit)
+        run, steps = _spied_lazy_run(monkeypatch, X, w, init, 25, False, False)
+        assert ("S" in steps) == splits, (d, limit, steps)
+        _assert_same_runs(_recorded_run(X, w, init, 25), run)
+
+
 @pytest.mark.parametrize("k, d, dtype", [(512, 512, np.float32), (40, 20, np.float64),
                                          (40, 600, np.float32), (10, 600, np.float32),
                                          (24, 784, np.float32), (10, 784, np.float64)])
