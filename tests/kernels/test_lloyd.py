@@ -770,13 +770,13 @@ def test_split_estep_by_its_rule_equals_every_cluster_summed(monkeypatch, d, k, 
 
 
 def test_narrow_rows_split_only_where_x_fits_in_cache(monkeypatch):
-    """Rows narrower than ``SPLIT_WIDE_ROW_BYTES`` split E-steps only where X is at most
-    ``SPLIT_NARROW_MAX_BYTES``, and rows of 80 bytes never; the same bits as the recorded run
-    either way. Data as in the test above (the rule splits where it may)."""
+    """Rows of fewer than ``SPLIT_NARROW_FEATURES`` features split E-steps only where X is at
+    most ``SPLIT_NARROW_MAX_BYTES``, longer rows whatever X's size; the same bits as the recorded
+    run either way. Data as in the test above (the rule splits where it may)."""
     from fedcore.kernels.kmeans import lloyd
     rng = np.random.default_rng(3)
     n, k = 2 * CHUNK + 33, 10
-    for d, limit, splits in ((12, None, True), (12, 12 * 8 * n - 1, False), (10, None, False)):
+    for d, limit, splits in ((12, None, True), (12, 12 * 8 * n - 1, False), (20, 1, True)):
         blobs = rng.normal(size=(k - 3, d)) * 20.0
         X = blobs[rng.integers(0, k - 3, n)] + rng.normal(size=(n, d))
         w = rng.integers(0, 4, size=n).astype(np.float64)

@@ -136,16 +136,18 @@ DIRECT_MIN_FEATURES = 512
 # changed in the last E-step. KMeans.fit, blobs 1e5 rows, 10 iterations, against fused E-steps
 # only: d = 5, k = 100 float64 (40 bytes): 0.87x; d = 10, k = 100 float32 (40): 0.98x; float64
 # (80): 1.01-1.02x; k = 1000: 1.08x; d = 20 float64: k = 10: 1.13x, k = 100: 1.12x; d = 50, k = 10
-# float32: 1.11-1.18x. Rows narrower than SPLIT_WIDE_ROW_BYTES split only where X is at most
-# SPLIT_NARROW_MAX_BYTES (within this machine's 32 MB L3): skipped rows of a few cache lines
-# save arithmetic but little memory traffic, and where X is read from memory the split's own pass
-# over the rows costs more than it saves. lloyd_run, blobs, 10 iterations, not split against
-# split: 5e5 x 10 float64 (80 bytes, 40 MB), k = 10 and 100: 1.15x and 1.08x; 1e5 x 10: 1.01x,
-# 1.02x; 5e5 x 12 (96 bytes): 1.10x, 1e5 x 12: 0.93x; 5e5 x 15: 1.05x, 1e5 x 15, k = 100: 0.92x;
-# 5e5 x 32 float32 (128 bytes): 1.05x; 5e5 x 20 float64 (160 bytes): 1.07x, but k = 100: 0.95x,
-# 1e5 x 20: 0.85x; 5e5 x 50 float32 (200 bytes): 0.97x.
-SPLIT_MIN_ROW_BYTES = 88
-SPLIT_WIDE_ROW_BYTES = 160
+# float32: 1.11-1.18x. Rows of fewer than SPLIT_NARROW_FEATURES features split only where X is at
+# most SPLIT_NARROW_MAX_BYTES (within this machine's 32 MB L3): a split saves the sums' arithmetic
+# over the rows of settled clusters, little of it on short rows, and where X is read from memory
+# its own pass over the rows costs more than that. lloyd_run, blobs, 10 iterations, not split
+# against split: 5e5 x 10 float64 (40 MB), k = 10 and 100: 1.15x and 1.08x; 1e6 x 10, k = 100:
+# 1.05x; 5e5 x 12: 1.10x; 5e5 x 15: 1.05x; in cache, 1e5 x 10: 1.01x and 1.02x, but 1e5 x 12:
+# 0.93x, 1e5 x 15, k = 100: 0.92x. From 20 features the split wins or loses by k out of cache,
+# and wins in cache, so it stays: 5e5 x 20 float64, k = 10 and 100: 1.07x and 0.95x; float32:
+# 1.04x at k = 10; 5e5 x 24 float32, k = 100: 0.96x; 5e5 x 32 float32: 1.05x; 5e5 x 50 float32:
+# 0.97x; 1e5 x 20 float64: 0.85x, float32: 0.91x and 0.95x (k = 10, 100).
+SPLIT_MIN_ROW_BYTES = 80
+SPLIT_NARROW_FEATURES = 20
 SPLIT_NARROW_MAX_BYTES = 24 << 20
 _DIRECT_GAPS = 8
 # Rows are read directly while the bounds this gives stay within this factor of the shifted
@@ -1368,8 +1370,8 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     merges the wave's partials in chunk order (``wave`` chunks at a time, :func:`_wave_size`).
 
     A lazy E-step is split where at most half the clusters changed in the last one, which moved
-    no row by relocation (rows of ``SPLIT_MIN_ROW_BYTES`` or more, narrow ones only where X fits
-    in cache: see ``SPLIT_WIDE_ROW_BYTES``): the E-step first, then the labels are compared with
+    no row by relocation (rows of ``SPLIT_MIN_ROW_BYTES`` or more, short ones only where X fits
+    in cache: see ``SPLIT_NARROW_FEATURES``): the E-step first, then the labels are compared with
     the last E-step's, and only the clusters that a row left or joined are summed, by the same
     chunk partials in the same order. Every center is then the mean of its rows as summed in the
     last E-step, so the others' sums, and so their centers, would come out the same bits. On
@@ -1413,7 +1415,7 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     # cluster j in the last E-step, and whether the next E-step is split.
     row_bytes = d * X.itemsize
     splits = lazy_run and row_bytes >= SPLIT_MIN_ROW_BYTES and (
-        row_bytes >= SPLIT_WIDE_ROW_BYTES or n * row_bytes <= SPLIT_NARROW_MAX_BYTES)
+        d >= SPLIT_NARROW_FEATURES or n * row_bytes <= SPLIT_NARROW_MAX_BYTES)
     touched = np.empty((n_chunks if splits else 0, k), dtype=np.bool_)
     every = np.ones(k, dtype=np.bool_)
     split = False
