@@ -737,22 +737,28 @@ def test_split_estep_through_relocations(monkeypatch):
     assert steps.count("SR") >= 8 and steps.count("C") >= 5
 
 
-@pytest.mark.parametrize("d, k, dtype", [(24, 10, np.float64), (40, 30, np.float32)])
-def test_split_estep_by_its_rule_equals_every_cluster_summed(monkeypatch, d, k, dtype):
-    # Separated blobs and more centers than blobs, two of them equal: after the first E-steps
-    # only the clusters that share the first blob change, so the rule splits the E-steps; some
-    # rows weigh nothing. As Python over the compiled steps (spied) and compiled, serial and on two
-    # threads (4 chunks of rows: the parallel loop), the same bits as the recorded run.
-    from fedcore.kernels.kmeans.lloyd import lloyd_run
-    rng = np.random.default_rng(d)
-    n = 4 * CHUNK + 101
+def _settling_blobs(rng, n, d, k, dtype=np.float64):
+    """``(X, w, init)``: k - 3 separated blobs, some rows weighing nothing, one initial center near
+    each blob but the first, which gets four (two of them equal). After the first E-steps only
+    the clusters that share the first blob change, so the split rule splits where it may."""
     blobs = rng.normal(size=(k - 3, d)) * 20.0
     X = (blobs[rng.integers(0, k - 3, n)] + rng.normal(size=(n, d))).astype(dtype)
     w = rng.integers(0, 4, size=n).astype(np.float64)
-    # One center near each blob but the first, which gets four (two of them equal).
     init = np.vstack([blobs[:1] + rng.normal(size=(4, d)),
                       blobs[1:] + rng.normal(size=(k - 4, d))])
     init[1] = init[0]
+    return X, w, init
+
+
+@pytest.mark.parametrize("d, k, dtype", [(24, 10, np.float64), (40, 30, np.float32)])
+def test_split_estep_by_its_rule_equals_every_cluster_summed(monkeypatch, d, k, dtype):
+    # Settling blobs (the rule splits the E-steps). As Python over the compiled steps (spied) and
+    # compiled, serial and on two threads (4 chunks of rows: the parallel loop), the same bits as
+    # the recorded run.
+    from fedcore.kernels.kmeans.lloyd import lloyd_run
+    rng = np.random.default_rng(d)
+    n = 4 * CHUNK + 101
+    X, w, init = _settling_blobs(rng, n, d, k, dtype)
     recorded = _recorded_run(X, w, init, 25)
 
     def compiled(screen):
@@ -772,16 +778,12 @@ def test_split_estep_by_its_rule_equals_every_cluster_summed(monkeypatch, d, k, 
 def test_narrow_rows_split_only_where_x_fits_in_cache(monkeypatch):
     """Rows of fewer than ``SPLIT_NARROW_FEATURES`` features split E-steps only where X is at
     most ``SPLIT_NARROW_MAX_BYTES``, longer rows whatever X's size; the same bits as the recorded
-    run either way. Data as in the test above (the rule splits where it may)."""
+    run either way."""
     from fedcore.kernels.kmeans import lloyd
     rng = np.random.default_rng(3)
     n, k = 2 * CHUNK + 33, 10
     for d, limit, splits in ((12, None, True), (12, 12 * 8 * n - 1, False), (20, 1, True)):
-        blobs = rng.normal(size=(k - 3, d)) * 20.0
-        X = blobs[rng.integers(0, k - 3, n)] + rng.normal(size=(n, d))
-        w = rng.integers(0, 4, size=n).astype(np.float64)
-        init = np.vstack([blobs[:1] + rng.normal(size=(4, d)),
-                          blobs[1:] + rng.normal(size=(k - 4, d))])
+        X, w, init = _settling_blobs(rng, n, d, k)
         if limit is not None:
             monkeypatch.setattr(lloyd, "SPLIT_NARROW_MAX_BYTES", limit)
         run, steps = _spied_lazy_run(monkeypatch, X, w, init, 25, False, False)

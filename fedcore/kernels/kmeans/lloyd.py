@@ -1376,8 +1376,8 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     chunk partials in the same order. Every center is then the mean of its rows as summed in the
     last E-step, so the others' sums, and so their centers, would come out the same bits. On
     clustered data most clusters settle after a few iterations, and their rows are no longer read
-    (blobs 1e5 x 784, k = 10: 1.3-1.4x faster). A relocation within a
-    split E-step takes every center from its sums (the moved row's cluster lost it).
+    (blobs 1e5 x 784, k = 10: 1.3-1.4x faster). A relocation within a split E-step takes every
+    center from its sums (the moved row's cluster lost it).
     """
     n, d = X.shape
     k = centers.shape[0]
@@ -1411,7 +1411,7 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     dirty[:] = True
     buf = np.empty(k)
     changed = np.empty(n_chunks, dtype=np.bool_)
-    # Lazy runs of wide enough rows may split E-steps: whether a row of chunk c left or joined
+    # Lazy runs may split E-steps (by the SPLIT_* rule above): whether a row of chunk c left or joined
     # cluster j in the last E-step, and whether the next E-step is split.
     row_bytes = d * X.itemsize
     splits = lazy_run and row_bytes >= SPLIT_MIN_ROW_BYTES and (
