@@ -313,7 +313,8 @@ def test_recorded_runs_share_one_compiled_loop():
         else:
             _, n_iter, trace = lloyd._lloyd_loop.py_func(
                 X, w, c, 20, 0.0, 1e-9, labels, dist, np.empty((k, d)), np.empty(k),
-                lloyd._wave_size(n, k, d), False, None, lloyd._empty_trace(n, k, d, 8), None)
+                lloyd._wave_size(n, k, d), False, None, None, lloyd._empty_trace(n, k, d, 8),
+                None)
         runs.append((n_iter, c, labels, dist) + tuple(trace))
     assert runs[0][0] == runs[1][0] > 2
     for a, b in zip(runs[0][1:], runs[1][1:]):
@@ -680,13 +681,15 @@ def _spied_lazy_run(monkeypatch, X, w, init, max_iter, screen, force_split):
     monkeypatch.setattr(lloyd, "_changed_clusters", spy_changed)
     if force_split:
         monkeypatch.setattr(lloyd, "SPLIT_MIN_ROW_BYTES", 0)
+        monkeypatch.setattr(lloyd, "SPLIT_MIN_FEATURES", 0)
     n, d = X.shape
     k = init.shape[0]
     centers = init.copy()
     labels, dist = np.full(n, -7), np.full(n, np.nan)
     inertia, n_iter, _ = lloyd._lloyd_loop.py_func(
         X, w, centers, max_iter, 0.0, 1e-12, labels, dist, np.empty((k, d)), np.empty(k),
-        lloyd._wave_size(n, k, d), False, lloyd.make_screen(d, k, True, screen), None, None)
+        lloyd._wave_size(n, k, d), False, lloyd.split_marks(n, d, k, X.itemsize),
+        lloyd.make_screen(d, k, True, screen), None, None)
     monkeypatch.undo()
     return (centers, labels, dist, inertia, n_iter), "".join(steps)
 
@@ -777,12 +780,13 @@ def test_split_estep_by_its_rule_equals_every_cluster_summed(monkeypatch, d, k, 
 
 def test_narrow_rows_split_only_where_x_fits_in_cache(monkeypatch):
     """Rows of fewer than ``SPLIT_NARROW_FEATURES`` features split E-steps only where X is at
-    most ``SPLIT_NARROW_MAX_BYTES``, longer rows whatever X's size; the same bits as the recorded
-    run either way."""
+    most ``SPLIT_NARROW_MAX_BYTES``, longer rows whatever X's size, and rows of fewer than
+    ``SPLIT_MIN_FEATURES`` never; the same bits as the recorded run either way."""
     from fedcore.kernels.kmeans import lloyd
     rng = np.random.default_rng(3)
     n, k = 2 * CHUNK + 33, 10
-    for d, limit, splits in ((12, None, True), (12, 12 * 8 * n - 1, False), (20, 1, True)):
+    for d, limit, splits in ((12, None, True), (12, 12 * 8 * n - 1, False), (20, 1, True),
+                             (10, None, False), (11, None, True)):
         X, w, init = _settling_blobs(rng, n, d, k)
         if limit is not None:
             monkeypatch.setattr(lloyd, "SPLIT_NARROW_MAX_BYTES", limit)

@@ -132,21 +132,29 @@ _TIGHTEN_SAMPLE = 32
 # and 5-9% faster; 1e5 x 512, k = 10 and 64: 4% and 14%; 2e4 x 784, k = 1000 (the product
 # dominates): within noise; d = 50 to 384 no faster or slower.
 DIRECT_MIN_FEATURES = 512
-# Split E-steps (see _lloyd_loop) from rows of this many bytes, where at most half the clusters
-# changed in the last E-step. KMeans.fit, blobs 1e5 rows, 10 iterations, against fused E-steps
-# only: d = 5, k = 100 float64 (40 bytes): 0.87x; d = 10, k = 100 float32 (40): 0.98x; float64
-# (80): 1.01-1.02x; k = 1000: 1.08x; d = 20 float64: k = 10: 1.13x, k = 100: 1.12x; d = 50, k = 10
-# float32: 1.11-1.18x. Rows of fewer than SPLIT_NARROW_FEATURES features split only where X is at
-# most SPLIT_NARROW_MAX_BYTES (within this machine's 32 MB L3): a split saves the sums' arithmetic
-# over the rows of settled clusters, little of it on short rows, and where X is read from memory
-# its own pass over the rows costs more than that. lloyd_run, blobs, 10 iterations, not split
-# against split: 5e5 x 10 float64 (40 MB), k = 10 and 100: 1.15x and 1.08x; 1e6 x 10, k = 100:
-# 1.05x; 5e5 x 12: 1.10x; 5e5 x 15: 1.05x; in cache, 1e5 x 10: 1.01x and 1.02x, but 1e5 x 12:
-# 0.93x, 1e5 x 15, k = 100: 0.92x. From 20 features the split wins or loses by k out of cache,
-# and wins in cache, so it stays: 5e5 x 20 float64, k = 10 and 100: 1.07x and 0.95x; float32:
-# 1.04x at k = 10; 5e5 x 24 float32, k = 100: 0.96x; 5e5 x 32 float32: 1.05x; 5e5 x 50 float32:
-# 0.97x; 1e5 x 20 float64: 0.85x, float32: 0.91x and 0.95x (k = 10, 100).
+# Split E-steps (see _lloyd_loop) from rows of SPLIT_MIN_ROW_BYTES and SPLIT_MIN_FEATURES, where at
+# most half the clusters changed in the last E-step. KMeans.fit, blobs 1e5 rows, 10 iterations,
+# against fused E-steps only: d = 5, k = 100 float64 (40 bytes): 0.87x; d = 10, k = 100 float32
+# (40): 0.98x; float64 (80): 1.01-1.02x; k = 1000: 1.08x; d = 20 float64: k = 10: 1.13x, k = 100:
+# 1.12x; d = 50, k = 10 float32: 1.11-1.18x. Rows of fewer than SPLIT_NARROW_FEATURES features
+# split only where X is at most SPLIT_NARROW_MAX_BYTES (within this machine's 32 MB L3): a split
+# saves the sums' arithmetic over the rows of settled clusters, little of it on short rows, and
+# where X is read from memory its own pass over the rows costs more than that. lloyd_run, blobs, 10
+# iterations, not split against split: 5e5 x 10 float64 (40 MB), k = 10 and 100: 1.15x and 1.08x;
+# 1e6 x 10, k = 100: 1.05x; 5e5 x 12: 1.10x; 5e5 x 15: 1.05x; in cache, 1e5 x 10: 1.01x and 1.02x,
+# but 1e5 x 12: 0.93x, 1e5 x 15, k = 100: 0.92x. From 20 features the split wins or loses by k out
+# of cache, and wins in cache, so it stays: 5e5 x 20 float64, k = 10 and 100: 1.07x and 0.95x;
+# float32: 1.04x at k = 10; 5e5 x 24 float32, k = 100: 0.96x; 5e5 x 32 float32: 1.05x; 5e5 x 50
+# float32: 0.97x; 1e5 x 20 float64: 0.85x, float32: 0.91x and 0.95x (k = 10, 100). Rows of 10
+# float64 features (80 bytes) do not split: in cache the split loses on uniform data and wins on
+# blobs only at 1e4 rows (lloyd_run, not split against split, medians of 1,000 to 14,000
+# alternating pairs: uniform 1e4 x 10, k = 8: 1.04x; 3e4 x 10 and 1e5 x 10, k = 10: 1.04x; blobs
+# 1e5 x 10, k = 100: 1.02x; k = 10, and 3e4 x 10: 1.00x, 1.02x; 1e4 x 10, k = 100: 0.96x, k = 10:
+# 0.88x, 0.1 ms), and a loop without split E-steps compiles 2 s faster (the first KMeans(8).fit on
+# 10,000 x 10: 8.8 -> 6.8 s); from 11 features the split wins (blobs 1e5 x 11, k = 10 and 100:
+# 0.90x and 0.96x).
 SPLIT_MIN_ROW_BYTES = 80
+SPLIT_MIN_FEATURES = 11
 SPLIT_NARROW_FEATURES = 20
 SPLIT_NARROW_MAX_BYTES = 24 << 20
 _DIRECT_GAPS = 8
@@ -969,10 +977,12 @@ def _read_only(X):
 
 def _one_estep(loop, X, weights, centers, labels, distances, center_sums, weight_sums):
     # max_iter = 0: one E-step with every row scanned (no bound yet), no relocation, no update.
+    # (the split marks of a run on X: it shares that run's compiled loop, and never splits)
+    n, d = X.shape
+    k = centers.shape[0]
     inertia, _, _ = loop(X, weights, np.array(centers, dtype=np.float64), 0, 0.0, 0.0, labels,
-                         distances, center_sums, weight_sums,
-                         _wave_size(X.shape[0], centers.shape[0], X.shape[1]), False, None,
-                         None, None)
+                         distances, center_sums, weight_sums, _wave_size(n, k, d), False,
+                         split_marks(n, d, k, X.itemsize), None, None, None)
     return inertia
 
 
@@ -1356,22 +1366,22 @@ def _replay_sums(X, weights, prior, it, last, labels, dirty, center_sums, weight
 
 @chunked_kernel
 def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, center_sums,
-                weight_sums, wave, direct_rows, screen, trace, prior):
+                weight_sums, wave, direct_rows, touched, screen, trace, prior):
     """The compiled loop of :func:`lloyd_core`; returns ``(inertia, n_iter, trace)``. OUT
     ``center_sums`` (k, d), ``weight_sums`` (k,): scratch, the M-step totals of the last E-step.
     ``trace`` and ``prior`` may be None: Numba then compiles a loop without the record or the
     replay (a smaller, faster-compiling specialisation); :func:`lloyd_core` passes a prior of no
     E-steps whenever it records, so that recorded runs share one specialisation.
     ``direct_rows``: the screen may read float32 rows from X as they are (see
-    :func:`uses_direct`).
+    :func:`uses_direct`). ``touched``: None, or the scratch of split E-steps (below) from
+    :func:`split_marks`; None compiles a loop without them (smaller, faster to compile).
 
     Each E-step runs a ``prange`` over a wave of chunks (bounded, screened E-step and M-step
     partials of each chunk, ``_SPAN_BYTES`` of rows at a time, the sums in row order), then
     merges the wave's partials in chunk order (``wave`` chunks at a time, :func:`_wave_size`).
 
-    A lazy E-step is split where at most half the clusters changed in the last one, which moved
-    no row by relocation (rows of ``SPLIT_MIN_ROW_BYTES`` or more, short ones only where X fits
-    in cache: see ``SPLIT_NARROW_FEATURES``): the E-step first, then the labels are compared with
+    With ``touched``, a lazy E-step is split where at most half the clusters changed in the last
+    one, which moved no row by relocation: the E-step first, then the labels are compared with
     the last E-step's, and only the clusters that a row left or joined are summed, by the same
     chunk partials in the same order. Every center is then the mean of its rows as summed in the
     last E-step, so the others' sums, and so their centers, would come out the same bits. On
@@ -1411,13 +1421,10 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     dirty[:] = True
     buf = np.empty(k)
     changed = np.empty(n_chunks, dtype=np.bool_)
-    # Lazy runs may split E-steps (by the SPLIT_* rule above): whether a row of chunk c left or joined
-    # cluster j in the last E-step, and whether the next E-step is split.
-    row_bytes = d * X.itemsize
-    splits = lazy_run and row_bytes >= SPLIT_MIN_ROW_BYTES and (
-        d >= SPLIT_NARROW_FEATURES or n * row_bytes <= SPLIT_NARROW_MAX_BYTES)
-    touched = np.empty((n_chunks if splits else 0, k), dtype=np.bool_)
+    no_marks = np.empty((0, k), dtype=np.bool_)  # (the bound update's, where nothing is marked)
     every = np.ones(k, dtype=np.bool_)
+    # Whether the next E-step is split: only where ``touched`` is given (each ``touched is None``
+    # test below is decided at compile time: a loop without it compiles no split E-step).
     split = False
     n_dirty = k
     changes = False
@@ -1487,7 +1494,7 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
                 if not split:
                     inertia = _merge(part_sums, part_weights, part_inertia, n_parts, center_sums,
                                      weight_sums, inertia, every)
-            if split:  # only the clusters whose rows changed are summed again (see above)
+            if touched is not None and split:  # only the clusters whose rows changed (above)
                 changes = _loosen_and_compare(labels, labels_old, lower, distances, lazy, drifts,
                                               False, True, True, touched, changed)
                 n_dirty = _changed_clusters(touched, changed, dirty)
@@ -1531,23 +1538,21 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
                                 next_prior, drifts)
         # The labels after any relocation against the last E-step's (each call with constant
         # flags where it can: see _loosen_and_compare).
-        if split:  # (compared before the sums: again only if a relocation changed labels)
+        if touched is None:
+            changes = _loosen_and_compare(labels, labels_old, lower, distances, lazy, drifts,
+                                          True, True, False, no_marks, changed)
+        elif split:  # (compared before the sums: again only if a relocation changed labels)
             relocated = _loosen_and_compare(labels, labels_old, lower, distances, lazy, drifts,
                                             True, moved, False, touched, changed)
             changes = relocated if moved else changes
-        elif splits:
-            changes = _loosen_and_compare(labels, labels_old, lower, distances, lazy, drifts,
-                                          True, True, True, touched, changed)
         else:
             changes = _loosen_and_compare(labels, labels_old, lower, distances, lazy, drifts,
-                                          True, True, False, touched, changed)
-        if splits and not split:
+                                          True, True, True, touched, changed)
             n_dirty = _changed_clusters(touched, changed, dirty)
         # Every center is now the mean of its rows, as summed, unless a relocation moved rows or
         # a cluster stayed empty (then moved is set): only then may the next E-step be split.
-        if moved:
-            n_dirty = k
-        split = splits and 2 * n_dirty <= k
+        if touched is not None:
+            split = lazy_run and not moved and 2 * n_dirty <= k
         if not changes or shift <= tol:
             max_iter = it + 1  # one more pass: the final E-step
     if trace is None:
@@ -1555,6 +1560,18 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     m = n_iter + 1
     return inertia, n_iter, LloydTrace(kept.labels[:m], kept.lower[:m], kept.distances[:m],
                                        kept.centers[:m], kept.moved[:m])
+
+
+def split_marks(n, d, k, itemsize):
+    """The scratch of split E-steps for a lazy run (no record, no replay) on ``n`` rows of ``d``
+    features of ``itemsize`` bytes and ``k`` clusters: bool (chunks, k), whether a row of each
+    chunk left or joined each cluster in the last E-step; None where the ``SPLIT_*`` rule says
+    not to split (the loop then compiles without split E-steps)."""
+    row_bytes = d * itemsize
+    if row_bytes < SPLIT_MIN_ROW_BYTES or d < SPLIT_MIN_FEATURES or (
+            d < SPLIT_NARROW_FEATURES and n * row_bytes > SPLIT_NARROW_MAX_BYTES):
+        return None
+    return np.empty((max(1, -(-n // CHUNK_SIZE)), k), dtype=np.bool_)
 
 
 def _empty_trace(n, k, d, capacity):
@@ -1635,10 +1652,11 @@ def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, *,
                            np.empty(0, dtype=np.int64))
     buffers = make_screen(d, k, single, screen)
     direct = uses_direct(d) if direct is None else direct
+    touched = split_marks(n, d, k, X.itemsize) if prior is None else None  # (lazy runs only)
     with one_blas_thread() if buffers is not None else contextlib.nullcontext():
         return _lloyd_loop(_read_only(X), weights, centers, max_iter, tol, margin, labels,
                            distances, np.empty((k, d)), np.empty(k), _wave_size(n, k, d),
-                           bool(direct), buffers, trace, prior)
+                           bool(direct), touched, buffers, trace, prior)
 
 
 def lloyd_run(X, weights, centers, max_iter, tol, margin, labels, distances, single=True,
