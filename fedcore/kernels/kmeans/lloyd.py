@@ -151,7 +151,7 @@ DIRECT_MIN_FEATURES = 512
 # alternating pairs: uniform 1e4 x 10, k = 8: 1.04x; 3e4 x 10 and 1e5 x 10, k = 10: 1.04x; blobs
 # 1e5 x 10, k = 100: 1.02x; k = 10, and 3e4 x 10: 1.00x, 1.02x; 1e4 x 10, k = 100: 0.96x, k = 10:
 # 0.88x, 0.1 ms), and a loop without split E-steps compiles 2 s faster (the first KMeans(8).fit on
-# 10,000 x 10: 8.8 -> 6.8 s); from 11 features the split wins (blobs 1e5 x 11, k = 10 and 100:
+# 10,000 x 10: 8.4 -> 6.2 s); from 11 features the split wins (blobs 1e5 x 11, k = 10 and 100:
 # 0.90x and 0.96x).
 SPLIT_MIN_ROW_BYTES = 80
 SPLIT_MIN_FEATURES = 11
