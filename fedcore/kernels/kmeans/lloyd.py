@@ -43,6 +43,7 @@ from ..parallel import chunked_kernel, last_chunk_first
 from .distances import lane_width, nearest_rows, own_distance, own_distances
 from .lloyd_replay import (LloydPrior, LloydTrace, center_moves, grow_trace, mark_dirty,
                            prime_bounds, sparse_estep, sparse_sums, top_two)
+from .seeding import n_chunks
 
 __all__ = ["Screen", "BLOCK_ROWS", "screen_eps", "direct_eps", "make_screen", "uses_screen",
            "uses_direct", "lloyd_iteration", "half_separation", "relocate_empty", "lloyd_run",
@@ -936,12 +937,11 @@ def _merge(part_sums, part_weights, part_inertia, n_parts, center_sums, weight_s
 def _wave_size(n, k, d):
     """Chunks whose partials are held at once: about ``_WAVE_BYTES``, a multiple of Numba's
     thread count, at least one per thread (the results do not depend on it)."""
-    n_chunks = max(1, -(-n // CHUNK_SIZE))
     threads = numba.get_num_threads()
     per_chunk = 8 * (k * d + k + 1)
     size = max(1, _WAVE_BYTES // per_chunk)
     size = max(threads, size - size % threads)
-    return min(n_chunks, size)
+    return min(n_chunks(n), size)
 
 
 def lloyd_iteration(X, weights, centers, labels, distances, center_sums, weight_sums):
@@ -1571,7 +1571,7 @@ def split_marks(n, d, k, itemsize):
     if row_bytes < SPLIT_MIN_ROW_BYTES or d < SPLIT_MIN_FEATURES or (
             d < SPLIT_NARROW_FEATURES and n * row_bytes > SPLIT_NARROW_MAX_BYTES):
         return None
-    return np.empty((max(1, -(-n // CHUNK_SIZE)), k), dtype=np.bool_)
+    return np.empty((n_chunks(n), k), dtype=np.bool_)
 
 
 def _empty_trace(n, k, d, capacity):
