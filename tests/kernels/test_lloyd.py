@@ -1054,26 +1054,27 @@ def _nearest_rows_block(X, rows, centers_t, block_t, best, second, arg):
     nearest_rows(X, rows, centers_t, block_t, best, second, arg)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype, block", [(np.float32, np.float64), (np.float64, np.float64),
+                                          (np.float32, np.float32)])
 @pytest.mark.parametrize("d", [1, 7, 8, 9, 16, 17, 64])
-def test_transpose_lanes_copies_eight_rows_into_their_columns(dtype, d):
+def test_transpose_lanes_copies_eight_rows_into_their_columns(dtype, block, d):
     """Eight rows, named by indices in any order and repeated, from index arrays of any layout
-    and integer type, land transposed in their eight columns from any start, widened to float64
-    with the same values (the features of whole vectors and the rest); every other column, and
-    the row of the array after the block, is left as it was."""
+    and integer type, land transposed in their eight columns from any start, widened to a
+    float64 block or kept in a float32 one, with the same values (the features of whole vectors
+    and the rest); every other column, and the row of the array after the block, is left as it
+    was."""
     rng = np.random.default_rng(d)
     X = rng.standard_normal((50, d)).astype(dtype)
     rows = rng.integers(0, 50, size=48)
     rows[2] = rows[4]  # (a repeated row in both index arrays below)
     width = 40
     for index in (rows[:24], rows[::2].astype(np.int32)):  # (C-contiguous and strided)
-        held = np.full((d + 1, width), np.nan)
+        held = np.full((d + 1, width), np.nan, dtype=block)
         block_t = held[:d]  # (C-contiguous; row d guards against writes past the block)
         starts = np.array([0, 13], dtype=np.int64)
         _transpose_lanes_at(X, index, starts, block_t)
         for s in starts:
-            np.testing.assert_array_equal(block_t[:, s:s + 8],
-                                          X[index[s:s + 8]].T.astype(np.float64))
+            np.testing.assert_array_equal(block_t[:, s:s + 8], X[index[s:s + 8]].T.astype(block))
         assert np.isnan(block_t[:, 8:13]).all() and np.isnan(block_t[:, 21:]).all()
         assert np.isnan(held[d]).all()
 

@@ -20,7 +20,7 @@ from ..parallel import chunked_kernel
 __all__ = ["row_distances", "own_distance", "own_distances", "nearest_center", "nearest_two",
            "LANE_ROWS", "LANES_MAX_FEATURES", "lane_width", "nearest_lanes", "nearest_rows",
            "pairwise_sq_distances", "assign_nearest", "tile_lanes", "TILE_ROWS",
-           "transpose_lanes"]
+           "transpose_lanes", "transpose_rows"]
 
 # Rows per call of nearest_lanes: two vectors of eight float64 lanes, two independent sums in
 # flight per center (one vector: 3-10% slower at d = 16, k = 8 and d = 3, k = 50; four: within
@@ -415,16 +415,17 @@ def own_lanes(typingctx, X, rows, centers, which, start, out):
 def _transpose_takes(X, rows, block_t):
     """Whether :func:`transpose_lanes` takes these Numba types: C-contiguous two-dimensional
     float32/float64 ``X``, one-dimensional integer ``rows`` (any layout) and C-contiguous
-    two-dimensional float64 ``block_t``."""
+    two-dimensional ``block_t`` of float64 or of X's dtype."""
     return ((_is_array(X, 2, types.float32) or _is_array(X, 2, types.float64))
             and isinstance(rows, types.Array) and rows.ndim == 1
-            and isinstance(rows.dtype, types.Integer) and _is_array(block_t, 2, types.float64))
+            and isinstance(rows.dtype, types.Integer)
+            and (_is_array(block_t, 2, types.float64) or _is_array(block_t, 2, X.dtype)))
 
 
 @intrinsic
 def transpose_lanes(typingctx, X, rows, start, block_t):
-    """OUT ``block_t[f, start + r] = X[rows[start + r], f]`` (widened to float64: exact) for
-    every feature ``f`` and the ``_LANES`` rows ``r < _LANES``.
+    """OUT ``block_t[f, start + r] = X[rows[start + r], f]`` (float32 rows into float64: widened,
+    exact) for every feature ``f`` and the ``_LANES`` rows ``r < _LANES``.
 
     ``_LANES`` features of the ``_LANES`` rows are read as vectors and transposed in registers
     (:func:`_transpose`), so each feature's rows are stored as one vector; the features past the
@@ -446,9 +447,11 @@ def transpose_lanes(typingctx, X, rows, start, block_t):
         w = cgutils.unpack_tuple(builder, block.shape, 2)[1]
         first = context.cast(builder, args[2], start_t, types.intp)
         i32, i64 = ir.IntType(32), ir.IntType(64)
-        real = ir.VectorType(ir.DoubleType(), _LANES)
         single = x_t.dtype == types.float32
         kind = ir.VectorType(ir.FloatType() if single else ir.DoubleType(), _LANES)
+        widen = single and signature.args[3].dtype == types.float64
+        real = ir.VectorType(ir.DoubleType(), _LANES) if widen else kind
+        align = real.element.get_abi_size(context.target_data)
 
         def row(r):  # a pointer to the first feature of row ``rows[first + r]``
             entry = cgutils.get_item_pointer(context, builder, rows_t, row_ids,
@@ -465,16 +468,16 @@ def transpose_lanes(typingctx, X, rows, start, block_t):
             vectors = []
             for x in x_rows:
                 v = builder.load(_lanes(builder, x, f, kind), align=4 if single else 8)
-                vectors.append(builder.fpext(v, real) if single else v)
+                vectors.append(builder.fpext(v, real) if widen else v)
             for q, t in enumerate(_transpose(builder, vectors)):
-                builder.store(t, column(builder.add(f, i64(q))), align=8)
+                builder.store(t, column(builder.add(f, i64(q))), align=align)
         with cgutils.for_range_slice(builder, whole, d, i64(1)) as (f, _):
             t = ir.Constant(real, ir.Undefined)
             for r, x in enumerate(x_rows):
                 v = builder.load(builder.gep(x, [f]))
-                t = builder.insert_element(t, builder.fpext(v, ir.DoubleType()) if single else v,
+                t = builder.insert_element(t, builder.fpext(v, real.element) if widen else v,
                                            i32(r))
-            builder.store(t, column(f), align=8)
+            builder.store(t, column(f), align=align)
         return context.get_dummy_value()
     return types.void(X, rows, start, block_t), codegen
 
@@ -510,26 +513,39 @@ def nearest_rows(X, rows, centers_t, block_t, best, second, arg):
     its squared distance and index, ``second[r]`` the squared distance to the nearest other
     center (+inf for one center), for ``r < rows.shape[0]``, the bits of :func:`nearest_two`.
 
-    The rows are transposed into ``block_t`` float64 (d, w) (C-contiguous X: eight at a time
-    by :func:`transpose_lanes`, the rest one at a time), the columns after them up to
-    :func:`lane_width` set to zero, and :func:`nearest_lanes` scans them ``LANE_ROWS`` at a time.
+    The rows are transposed into ``block_t`` float64 (d, w) by :func:`transpose_rows`, the
+    columns after them up to :func:`lane_width` set to zero, and :func:`nearest_lanes` scans them
+    ``LANE_ROWS`` at a time.
     IN ``X`` float32/float64 (n, d); ``centers_t`` float64 (d, k) C-contiguous. The caller
     guarantees ``d`` rows of ``block_t`` and ``w``, and the lengths of ``best``, ``second`` and
     ``arg`` (float64, float64, int64), at least :func:`lane_width` of the rows: nothing is checked
     here (a check inside the parallel loops that call this doubled their time).
     """
+    full = lane_width(rows.shape[0])
+    transpose_rows(X, rows, block_t, full)
+    for r in range(0, full, LANE_ROWS):
+        nearest_lanes(block_t, centers_t, r, best, second, arg)
+
+
+@njit(inline="always")
+def transpose_rows(X, rows, block_t, width):
+    """OUT ``block_t[f, r] = X[rows[r], f]`` for every feature ``f`` and ``r < m =
+    rows.shape[0]`` (float32 rows into float64: widened, exact), and zeros in the columns ``m``
+    to ``width - 1`` (finite values in the lanes after the rows).
+
+    C-contiguous X: eight rows at a time by :func:`transpose_lanes`, the rest one at a time.
+    IN ``X`` float32/float64 (n, d); OUT ``block_t`` (d, >= width), float64 or X's dtype. The
+    caller guarantees the indices and the shapes; nothing is checked.
+    """
     m = rows.shape[0]
     d = X.shape[1]
-    full = lane_width(m)
     for r in range(_transposed(X, rows, block_t), m):
         i = rows[r]
         for f in range(d):
-            block_t[f, r] = np.float64(X[i, f])
+            block_t[f, r] = X[i, f]
     for f in range(d):
-        for r in range(m, full):
+        for r in range(m, width):
             block_t[f, r] = 0.0
-    for r in range(0, full, LANE_ROWS):
-        nearest_lanes(block_t, centers_t, r, best, second, arg)
 
 
 @chunked_kernel

@@ -412,12 +412,16 @@ def test_greedy_seeding_lowers_the_potential_on_a_mixture():
 
 @pytest.mark.parametrize("d, dtype", [(3, np.float64), (50, np.float32), (64, np.float64),
                                       (65, np.float64), (300, np.float32)])
-def test_tiles_hold_the_rows_feature_major_with_zeros_past_the_last(d, dtype):
-    # Narrow tiles are copied row by row, wide ones feature by feature (_TILE_BY_ROW_BYTES):
-    # both must give the layout greedy_pass reads. 3 * 64 + 5 rows: a short last tile.
+@pytest.mark.parametrize("layout", ["C", "strided"])
+def test_tiles_hold_the_rows_feature_major_with_zeros_past_the_last(d, dtype, layout):
+    # Tiles are filled eight rows at a time in vector registers (transpose_rows, C-contiguous
+    # X), the features past the last whole vector and the last rows one at a time, and
+    # strided X one element at a time: each must give the layout greedy_pass reads, in X's
+    # dtype. 3 * 64 + 5 rows: a short last tile.
     from fedcore.kernels.kmeans.seeding import _BLOCK
     rng = np.random.default_rng(d)
-    X = rng.standard_normal((3 * _BLOCK + 5, d)).astype(dtype)
+    data = rng.standard_normal((3 * _BLOCK + 5, 2 * d)).astype(dtype)
+    X = np.ascontiguousarray(data[:, :d]) if layout == "C" else data[:, ::2]
     tiles = tiled(X)
     padded = np.zeros((4 * _BLOCK, d), dtype=dtype)
     padded[:X.shape[0]] = X
