@@ -183,24 +183,12 @@ def _distances(X, rows, nr, centers, buf, acc):
     """``acc[p, j] = |X[rows[j]] - centers[p]|^2`` for ``j < nr <= _BLOCK`` and every ``p``.
 
     Each distance is the sequential float64 sum over features in order of ``(x_f - c_f)^2``, the
-    same bits as a plain loop. The rows are copied feature-major into ``buf`` (float64 (d, _BLOCK))
-    so that the rows are vector lanes (:func:`~fedcore.kernels.kmeans.distances.tile_lanes`).
+    same bits as a plain loop. The rows are copied feature-major into ``buf`` (float64 (d, _BLOCK);
+    :func:`~fedcore.kernels.kmeans.distances.transpose_rows`, zeros in the unused lanes) so that
+    the rows are vector lanes (:func:`~fedcore.kernels.kmeans.distances.tile_lanes`).
     """
-    d = X.shape[1]
     P = centers.shape[0]
-    if d >= 32:
-        for f in range(d):
-            for j in range(nr):
-                buf[f, j] = X[rows[j], f]
-    else:
-        for j in range(nr):
-            i = rows[j]
-            for f in range(d):
-                buf[f, j] = X[i, f]
-    if nr < _BLOCK:  # finite values in the unused lanes; their results are not read
-        for f in range(d):
-            for j in range(nr, _BLOCK):
-                buf[f, j] = 0.0
+    transpose_rows(X, rows[:nr], buf, _BLOCK)
     for p in range(0, P, 2):  # two centers at a time (the last one twice where P is odd)
         tile_lanes(buf, centers, p, min(p + 1, P - 1), acc)
 

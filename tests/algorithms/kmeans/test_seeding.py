@@ -252,6 +252,29 @@ def test_kmeans_plusplus_labels_and_distances_equal_reference_for_its_centers(dt
         np.testing.assert_array_equal(mind, ref_mind)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d", [5, 37])
+@pytest.mark.parametrize("layout", ["C", "strided"])
+def test_refresh_of_many_centers_equals_their_updates_one_by_one(dtype, d, layout):
+    """seed_lazy given a prefix applies all its centers in one pass (d2_refresh: blocks of rows
+    transposed by transpose_rows, eight at a time where X is C-contiguous); its labels and D^2
+    equal, bit for bit, the reference replay that adds them one at a time (d2_update), across
+    chunks and a short last block."""
+    from fedcore.algorithms.kmeans.seeding import seed_from_uniforms, seed_lazy
+    rng = np.random.default_rng(d)
+    n = 2 * CHUNK + 77
+    data = ((rng.normal(size=(8, 2 * d)) * 4)[rng.integers(0, 8, size=n)]
+            + rng.normal(size=(n, 2 * d))).astype(dtype)
+    X = np.ascontiguousarray(data[:, :d]) if layout == "C" else data[:, ::2]
+    w = rng.random(n) * 2
+    prefix = rng.choice(n, size=20, replace=False)
+    rows, labels, mind = seed_lazy(X, w, np.random.default_rng(0), 20, prefix=prefix)
+    ref_rows, ref_labels, ref_mind = seed_from_uniforms(X, w, np.empty(0), prefix=prefix)
+    np.testing.assert_array_equal(rows, prefix)
+    np.testing.assert_array_equal(labels, ref_labels)
+    np.testing.assert_array_equal(mind.view(np.int64), ref_mind.view(np.int64))
+
+
 def test_kmeans_plusplus_same_generator_state_same_centers():
     X = np.random.default_rng(3).normal(size=(40, 2))
     _, a = fedcore.kmeans_plusplus(X, 4, random_state=np.random.default_rng(5))
