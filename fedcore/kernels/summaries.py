@@ -104,13 +104,15 @@ def mean_variance(X):
     IN ``X`` float32 or float64 (n, d), n >= 1.
     """
     n, d = X.shape
-    means = np.zeros(d)
+    means = np.empty(d)  # (no np.zeros to compile for a first fit)
+    means[:] = 0.0
     for i in range(n):
         for f in range(d):
             means[f] += np.float64(X[i, f])
     for f in range(d):
         means[f] /= n
-    sq = np.zeros(d)
+    sq = np.empty(d)
+    sq[:] = 0.0
     for i in range(n):
         for f in range(d):
             t = np.float64(X[i, f]) - means[f]

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from fedcore.kernels.arrays import copy_into, prefetch, read_rows, transpose_into
+from fedcore.kernels.arrays import copy_into, prefetch, read_rows, row_range, transpose_into
 from fedcore.kernels.jit import njit
 
 
@@ -36,6 +36,13 @@ def test_transpose_into():
     out = np.empty((4, 3))
     transpose_into(a, out)
     np.testing.assert_array_equal(out, a.T)
+
+
+@pytest.mark.parametrize("lo, hi", [(0, 0), (5, 5), (0, 1), (3, 11), (4096, 8192)])
+def test_row_range_is_arange_in_int64(lo, hi):
+    out = row_range(lo, hi)
+    assert out.dtype == np.int64
+    np.testing.assert_array_equal(out, np.arange(lo, hi))
 
 
 @njit

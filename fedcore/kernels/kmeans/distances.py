@@ -14,6 +14,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from ..._config import CHUNK_SIZE, NUMBA_CACHE
+from ..arrays import row_range
 from ..jit import njit
 from ..parallel import chunked_kernel
 
@@ -584,7 +585,7 @@ def assign_nearest(X, centers_t, labels, distances):
     width = lane_width(_ASSIGN_ROWS)
     for c in prange(-(-n // CHUNK_SIZE)):
         lo = c * CHUNK_SIZE
-        rows = np.arange(lo, min(n, lo + CHUNK_SIZE))
+        rows = row_range(lo, min(n, lo + CHUNK_SIZE))
         block_t = np.empty((d, width))
         best = np.empty(width)
         second = np.empty(width)

@@ -37,7 +37,7 @@ from numba import prange, types
 from numba.extending import overload
 
 from ..._config import CHUNK_SIZE, NUMBA_CACHE
-from ..arrays import CACHE_LINE, copy_into, prefetch, read_rows, transpose_into
+from ..arrays import CACHE_LINE, copy_into, prefetch, read_rows, row_range, transpose_into
 from ..jit import njit
 from ..parallel import chunked_kernel, last_chunk_first
 from .distances import lane_width, nearest_rows, own_distance, own_distances
@@ -1151,7 +1151,7 @@ def _exact_distances(X, centers, labels, distances):
     n = X.shape[0]
     for c in prange(-(-n // CHUNK_SIZE)):
         lo, hi = c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)
-        own_distances(X, np.arange(lo, hi), centers, labels[lo:hi], distances[lo:hi])
+        own_distances(X, row_range(lo, hi), centers, labels[lo:hi], distances[lo:hi])
 
 
 @njit(fastmath={"reassoc", "contract"})
@@ -1395,7 +1395,8 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     labels_old = np.empty(n, dtype=np.int32)
     labels_old[:] = -1
     labels[:] = 0
-    lower = np.zeros(n)
+    lower = np.empty(n)  # (np.empty and scalar slice stores: no np.zeros or np.ones to compile)
+    lower[:] = 0.0
     n_chunks = max(1, -(-n // CHUNK_SIZE))
     tighten = np.empty(n_chunks, dtype=np.bool_)
     tighten[:] = True
@@ -1413,7 +1414,8 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     part_sums = np.empty((wave, k, d))
     part_weights = np.empty((wave, k))
     part_inertia = np.empty(wave)
-    half_sep = np.zeros(k)
+    half_sep = np.empty(k)
+    half_sep[:] = 0.0
     centers_t = np.empty((d, k))
     drifts = np.empty(k)
     moves = np.empty(k)
@@ -1422,7 +1424,8 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
     buf = np.empty(k)
     changed = np.empty(n_chunks, dtype=np.bool_)
     no_marks = np.empty((0, k), dtype=np.bool_)  # (the bound update's, where nothing is marked)
-    every = np.ones(k, dtype=np.bool_)
+    every = np.empty(k, dtype=np.bool_)
+    every[:] = True
     # Whether the next E-step is split: only where ``touched`` is given (each ``touched is None``
     # test below is decided at compile time: a loop without it compiles no split E-step).
     split = False
