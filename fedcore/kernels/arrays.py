@@ -20,7 +20,8 @@ from numba.extending import intrinsic
 
 from .jit import njit
 
-__all__ = ["CACHE_LINE", "copy_into", "transpose_into", "row_range", "read_rows", "prefetch"]
+__all__ = ["CACHE_LINE", "copy_into", "transpose_into", "row_range", "read_only", "read_rows",
+           "prefetch"]
 
 # Bytes of one cache line (x86-64 and most ARM cores): read_rows reads one element per line.
 CACHE_LINE = 64
@@ -53,6 +54,17 @@ def row_range(lo, hi):
     for j in range(hi - lo):
         out[j] = lo + j
     return out
+
+
+def read_only(X):
+    """A read-only view of X (Python, not compiled). Numba types read-only and writeable arrays
+    apart: kernels that never write X are given this view, so that every call shares the
+    specialisations of read-only X (a read-only X, a memory map or a shared buffer, compiled
+    Lloyd's whole loop again: 10-14 s), and kernels of different modules that call the same
+    compiled helper on X share it."""
+    view = X.view()
+    view.flags.writeable = False
+    return view
 
 
 @njit(inline="always")

@@ -9,6 +9,7 @@ from numpy.typing import ArrayLike
 
 from ..._validation import (check_array, check_int, check_random_state,
                            check_sample_weight, check_weighted_range, weight_names)
+from ...kernels.arrays import read_only
 from ...kernels.kmeans.seeding import (apply_pending, center_gaps, chunk_sums, d2_refresh,
                                        d2_update, greedy_pass, greedy_steps, min_gaps,
                                        min_sq_distance, n_chunks, pick_index, pick_product, tiled)
@@ -31,6 +32,7 @@ def seed_from_uniforms(X, weights, uniforms, prefix=(), totals=None):
     needs to redraw exactly after the weights change.
     """
     k = len(prefix) + len(uniforms)
+    X = read_only(X)  # (the specialisations Lloyd's kernels compile for X, shared)
     rows, centers, labels, mind, gaps, sums = _seeding_state(X, k)
     for t in range(k):
         if t == 0:
@@ -86,6 +88,7 @@ def seed_lazy(X, weights, rng, n_clusters, prefix=(), max_pending=32,
     pass over X applies all pending centers (:func:`~fedcore.kernels.kmeans.seeding.d2_refresh`)
     and the draw is direct. The number of uniforms drawn from ``rng`` depends on the data.
     """
+    X = read_only(X)
     rows, centers, labels, mind, gaps, sums = _seeding_state(X, n_clusters)
     state = {"fresh": 0}
 
@@ -162,6 +165,7 @@ def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms, finish=Tr
     n = X.shape[0]
     k = 1 + trial_uniforms.shape[0]
     L = trial_uniforms.shape[1]
+    X = read_only(X)  # (the specialisations Lloyd's kernels compile for X, shared)
     rows, centers, labels, mind, gaps, sums = _seeding_state(X, k)
     tiles = tiled(X)
     # dists[pend] holds the D^2 after the last center chosen, applied to labels and mind by the

@@ -18,7 +18,7 @@ from ..arrays import row_range
 from ..jit import njit
 from ..parallel import chunked_kernel
 
-__all__ = ["row_distances", "own_distance", "own_distances", "nearest_center", "nearest_two",
+__all__ = ["row_distances", "own_distance", "own_distances", "by_lanes", "nearest_center", "nearest_two",
            "LANE_ROWS", "LANES_MAX_FEATURES", "lane_width", "nearest_lanes", "nearest_rows",
            "pairwise_sq_distances", "assign_nearest", "tile_lanes", "TILE_ROWS",
            "transpose_lanes", "transpose_rows"]
@@ -72,13 +72,13 @@ def own_distance(X, i, centers, a):
     return acc
 
 
-def _by_lanes(X, rows, centers, which, out):
+def by_lanes(X, rows, centers, which, out):
     """:func:`own_distances` of the first rows, ``OWN_ROWS`` at a time by :func:`own_lanes`, for
     C-contiguous rows of ``OWN_LANES_MIN_FEATURES`` or more; returns how many rows it did."""
 
 
-@overload(_by_lanes, jit_options={"cache": NUMBA_CACHE})
-def _by_lanes_impl(X, rows, centers, which, out):
+@overload(by_lanes, jit_options={"cache": NUMBA_CACHE})
+def by_lanes_impl(X, rows, centers, which, out):
     if not _lanes_take(X, rows, centers, which, out):  # (own_lanes reads rows as vectors)
         return lambda X, rows, centers, which, out: 0
 
@@ -105,7 +105,7 @@ def own_distances(X, rows, centers, which, out):
     centers).
     """
     m = rows.shape[0]
-    done = _by_lanes(X, rows, centers, which, out)
+    done = by_lanes(X, rows, centers, which, out)
     full = done + (m - done) // 4 * 4
     for r in range(done, full, 4):
         i0, i1, i2, i3 = rows[r], rows[r + 1], rows[r + 2], rows[r + 3]

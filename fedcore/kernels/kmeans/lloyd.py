@@ -37,7 +37,8 @@ from numba import prange, types
 from numba.extending import overload
 
 from ..._config import CHUNK_SIZE, NUMBA_CACHE
-from ..arrays import CACHE_LINE, copy_into, prefetch, read_rows, row_range, transpose_into
+from ..arrays import (CACHE_LINE, copy_into, prefetch, read_only, read_rows, row_range,
+                      transpose_into)
 from ..jit import njit
 from ..parallel import chunked_kernel, last_chunk_first
 from .distances import lane_width, nearest_rows, own_distance, own_distances
@@ -962,17 +963,8 @@ def lloyd_iteration(X, weights, centers, labels, distances, center_sums, weight_
     inertia : float
         ``sum_i weights[i] * distances[i]`` for the given centers ([MUFC] eq. (1), weighted).
     """
-    return _one_estep(_lloyd_loop, _read_only(X), weights, centers, labels, distances,
+    return _one_estep(_lloyd_loop, read_only(X), weights, centers, labels, distances,
                       center_sums, weight_sums)
-
-
-def _read_only(X):
-    """A read-only view of X: Numba types read-only and writeable arrays apart, and the loop
-    never writes X, so every call shares the specialisations of read-only X (a read-only X, a
-    memory map or a shared buffer, compiled the whole loop again: 10-14 s)."""
-    view = X.view()
-    view.flags.writeable = False
-    return view
 
 
 def _one_estep(loop, X, weights, centers, labels, distances, center_sums, weight_sums):
@@ -1657,7 +1649,7 @@ def lloyd_core(X, weights, centers, max_iter, tol, margin, labels, distances, *,
     direct = uses_direct(d) if direct is None else direct
     touched = split_marks(n, d, k, X.itemsize) if prior is None else None  # (lazy runs only)
     with one_blas_thread() if buffers is not None else contextlib.nullcontext():
-        return _lloyd_loop(_read_only(X), weights, centers, max_iter, tol, margin, labels,
+        return _lloyd_loop(read_only(X), weights, centers, max_iter, tol, margin, labels,
                            distances, np.empty((k, d)), np.empty(k), _wave_size(n, k, d),
                            bool(direct), touched, buffers, trace, prior)
 

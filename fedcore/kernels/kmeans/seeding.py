@@ -20,7 +20,7 @@ from ..._config import CHUNK_SIZE
 from ..arrays import CACHE_LINE, copy_into, prefetch
 from ..jit import njit
 from ..parallel import chunked_kernel, last_chunk_first
-from .distances import TILE_ROWS, tile_lanes, transpose_rows
+from .distances import OWN_LANES_MIN_FEATURES, TILE_ROWS, by_lanes, tile_lanes, transpose_rows
 
 __all__ = ["n_chunks", "chunk_sums", "pick_index", "pick_product", "pick_pending", "d2_update",
            "center_gaps", "min_gaps", "min_sq_distance", "d2_refresh", "candidate_potentials",
@@ -232,14 +232,33 @@ def _unpruned_rows(labels, gaps, mind, lo, hi, rows):
 def _update_chunk(X, center, weights, slot, gaps, labels, mind, lo, hi):
     """:func:`d2_update` on rows ``lo..hi-1``; returns their sum of ``weights * mind``.
 
-    The rows the pruning test keeps are taken four at a time, so that their independent
-    sequential sums overlap."""
+    The distances of the rows the pruning test keeps are taken side by side: from
+    ``OWN_LANES_MIN_FEATURES`` features, eight rows at a time in vector lanes
+    (:func:`~fedcore.kernels.kmeans.distances.by_lanes`, C-contiguous X; it compiles once for
+    this kernel and Lloyd's, which both take X read-only), then four rows at a time, each
+    row's sum a chain of its own. Vanilla seeding against four at a time only: 1e5 x 50,
+    k = 10: 1.54x; 1e5 x 784: 1.24x; 1e5 x 10 float32: 1.18x; at d = 3 the lanes are not
+    used (storing the distances, then applying them, was 0.93x there)."""
     d = X.shape[1]
     rows = np.empty(hi - lo + 3, dtype=np.int64)
     nr = _unpruned_rows(labels, gaps, mind, lo, hi, rows)
+    done = 0
+    if d >= OWN_LANES_MIN_FEATURES:  # eight rows at a time in vector lanes, then the rest
+        one = np.empty((1, d))
+        which = np.empty(nr, dtype=np.int64)
+        for f in range(d):
+            one[0, f] = center[f]
+        which[:] = 0
+        dist = np.empty(nr)
+        done = by_lanes(X, rows[:nr], one, which, dist)
+        for j in range(done):
+            i = rows[j]
+            if dist[j] < mind[i]:
+                mind[i] = dist[j]
+                labels[i] = slot
     for j in range(nr, nr + 3):  # pad to whole groups with the last kept row (recomputed)
         rows[j] = rows[nr - 1] if nr > 0 else lo
-    for j in range(0, nr, 4):
+    for j in range(done, nr, 4):
         i0 = rows[j]
         i1 = rows[j + 1]
         i2 = rows[j + 2]

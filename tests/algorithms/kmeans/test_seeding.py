@@ -162,7 +162,7 @@ coordinate = st.one_of(st.sampled_from([0.0, 1.0, -1.0, 0.5, 3.0]),
 def seeding_problems(draw):
     dtype = draw(st.sampled_from([np.float32, np.float64]))
     n = draw(st.integers(1, 30))
-    d = draw(st.integers(1, 4))
+    d = draw(st.integers(1, 12))  # (from 8 features d2_update takes eight rows in vector lanes)
     elements = st.floats(-1e3, 1e3, width=32, allow_subnormal=False) if dtype is np.float32 \
         else coordinate
     X = draw(hnp.arrays(dtype, (n, d), elements=st.one_of(
@@ -218,6 +218,43 @@ def test_kmeans_plusplus_kernel_several_chunks():
     distinct = rng.normal(size=(3, 2))
     Xd = distinct[rng.integers(0, 3, size=n)]
     _check_against_reference(Xd, np.ones(n), rng.random(6))
+    # Rows of 9 and 19 features: d2_update takes eight rows at a time in vector lanes, the rest
+    # four at a time.
+    for d, dtype in ((9, np.float32), (19, np.float64)):
+        _check_against_reference(rng.normal(size=(n, d)).astype(dtype), w, rng.random(7))
+
+
+def test_seeding_gives_its_kernels_read_only_rows():
+    # Every seeding entry point hands its kernels a read-only view of X, as Lloyd does: a
+    # writeable X compiles only read-only specialisations (shared with a read-only X, and the
+    # helpers with Lloyd's), with the same draws; X comes back as writeable as it went in.
+    # Fortran-ordered float32 rows: a type no other test gives these kernels.
+    from fedcore.algorithms.kmeans.seeding import _kmeans_plusplus_greedy, seed_lazy
+    seeding = _seeding()
+    rng = np.random.default_rng(6)
+    X = np.asfortranarray(rng.normal(size=(300, 12)).astype(np.float32))
+    frozen = X.copy(order="F")
+    frozen.flags.writeable = False
+    kernels = (seeding.d2_update, seeding.greedy_pass)
+
+    def signatures():
+        return {sig for kernel in kernels for sig in
+                kernel.serial.signatures + kernel.parallel.signatures}
+
+    def seed(rows):
+        lazy = seed_lazy(rows, np.ones(300), np.random.default_rng(1), 5)
+        u = np.random.default_rng(2).random((4, 3))
+        return lazy + _kmeans_plusplus_greedy(rows, np.ones(300), 0.3, u)
+
+    before = signatures()
+    first = seed(X)
+    added = signatures() - before
+    assert added and not any(sig[0].mutable for sig in added), added
+    second = seed(frozen)
+    assert signatures() == before | added
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a, b)
+    assert X.flags.writeable and not frozen.flags.writeable
 
 
 # ------------------------------------------------------------------------------------------
