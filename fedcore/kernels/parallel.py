@@ -8,8 +8,8 @@ import numba
 from .._config import CHUNK_SIZE
 from .jit import njit
 
-__all__ = ["chunked_kernel", "single_threaded_kernels", "last_chunk_first", "PARALLEL_MIN_CHUNKS",
-           "PARALLEL_MIN_ELEMENTS", "use_parallel"]
+__all__ = ["chunked_kernel", "single_threaded_kernels", "last_chunk_first", "n_chunks",
+           "PARALLEL_MIN_CHUNKS", "PARALLEL_MIN_ELEMENTS", "use_parallel"]
 
 # A parallel team pays off from PARALLEL_MIN_CHUNKS chunks of rows, or from two chunks when the
 # rows are wide (PARALLEL_MIN_ELEMENTS elements); below that the serial variant runs, and is then
@@ -18,6 +18,11 @@ __all__ = ["chunked_kernel", "single_threaded_kernels", "last_chunk_first", "PAR
 # 128 against 110 ms; 20k x 10, k = 10 (5 chunks): 60 against 54 ms.
 PARALLEL_MIN_CHUNKS = 4
 PARALLEL_MIN_ELEMENTS = 1 << 19
+
+
+def n_chunks(n):
+    """Number of row chunks for ``n`` rows (at least 1)."""
+    return max(1, -(-n // CHUNK_SIZE))
 
 
 def use_parallel(n_rows, n_elements=0):

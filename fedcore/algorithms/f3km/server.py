@@ -23,7 +23,8 @@ from ..._validation import check_int
 from ...federation.protocol import Channel, Message, ProtocolError, expect
 from ...federation.ledger import CommLedger
 from ...kernels.cd import kmeans as K
-from ...kernels.kmeans.seeding import chunk_sums, n_chunks, pick_index, pick_product
+from ...kernels.kmeans.seeding import chunk_sums, pick_index, pick_product
+from ...kernels.parallel import n_chunks
 from ...metrics.fairness import check_fairness_bounds
 from ..kmeans.seeding import pick_unchosen
 from .party import (Decision, DualParts, DualUpdate,

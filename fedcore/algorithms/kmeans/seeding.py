@@ -32,7 +32,7 @@ def seed_from_uniforms(X, weights, uniforms, prefix=(), totals=None):
     needs to redraw exactly after the weights change.
     """
     k = len(prefix) + len(uniforms)
-    X = read_only(X)  # (the specialisations Lloyd's kernels compile for X, shared)
+    X = read_only(X)  # (read-only X: the kernels' specialisations, and Lloyd's, shared)
     rows, centers, labels, mind, gaps, sums = _seeding_state(X, k)
     for t in range(k):
         if t == 0:
@@ -88,7 +88,7 @@ def seed_lazy(X, weights, rng, n_clusters, prefix=(), max_pending=32,
     pass over X applies all pending centers (:func:`~fedcore.kernels.kmeans.seeding.d2_refresh`)
     and the draw is direct. The number of uniforms drawn from ``rng`` depends on the data.
     """
-    X = read_only(X)
+    X = read_only(X)  # (read-only X: the kernels' specialisations, and Lloyd's, shared)
     rows, centers, labels, mind, gaps, sums = _seeding_state(X, n_clusters)
     state = {"fresh": 0}
 
@@ -165,7 +165,7 @@ def _kmeans_plusplus_greedy(X, weights, first_uniform, trial_uniforms, finish=Tr
     n = X.shape[0]
     k = 1 + trial_uniforms.shape[0]
     L = trial_uniforms.shape[1]
-    X = read_only(X)  # (the specialisations Lloyd's kernels compile for X, shared)
+    X = read_only(X)  # (read-only X: the kernels' specialisations, and Lloyd's, shared)
     rows, centers, labels, mind, gaps, sums = _seeding_state(X, k)
     tiles = tiled(X)
     # dists[pend] holds the D^2 after the last center chosen, applied to labels and mind by the

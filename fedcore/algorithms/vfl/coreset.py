@@ -30,7 +30,8 @@ from ...federation.vertical import VerticalFederation
 from ...kernels.coreset import (cluster_cost_sums, gram_matrix, projected_sq_norms, sample_sorted,
                                vkmc_sensitivities)
 from ...kernels.kmeans.distances import assign_nearest
-from ...kernels.kmeans.seeding import chunk_sums, n_chunks
+from ...kernels.kmeans.seeding import chunk_sums
+from ...kernels.parallel import n_chunks
 from ..base import BaseEstimator, check_is_fitted
 from .coreset_result import Coreset, _check_federation, _check_outlier_fraction
 from ..kmeans import KMeans, kmeans_plusplus

@@ -18,8 +18,8 @@ from ..arrays import row_range
 from ..jit import njit
 from ..parallel import chunked_kernel
 
-__all__ = ["row_distances", "own_distance", "own_distances", "by_lanes", "nearest_center", "nearest_two",
-           "LANE_ROWS", "LANES_MAX_FEATURES", "lane_width", "nearest_lanes", "nearest_rows",
+__all__ = ["row_distances", "own_distance", "own_distances", "by_lanes", "nearest_center",
+           "nearest_two", "LANE_ROWS", "LANES_MAX_FEATURES", "lane_width", "nearest_lanes", "nearest_rows",
            "pairwise_sq_distances", "assign_nearest", "tile_lanes", "TILE_ROWS",
            "transpose_lanes", "transpose_rows"]
 
@@ -78,7 +78,7 @@ def by_lanes(X, rows, centers, which, out):
 
 
 @overload(by_lanes, jit_options={"cache": NUMBA_CACHE})
-def by_lanes_impl(X, rows, centers, which, out):
+def _by_lanes_impl(X, rows, centers, which, out):
     if not _lanes_take(X, rows, centers, which, out):  # (own_lanes reads rows as vectors)
         return lambda X, rows, centers, which, out: 0
 

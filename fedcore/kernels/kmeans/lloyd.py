@@ -40,11 +40,10 @@ from ..._config import CHUNK_SIZE, NUMBA_CACHE
 from ..arrays import (CACHE_LINE, copy_into, prefetch, read_only, read_rows, row_range,
                       transpose_into)
 from ..jit import njit
-from ..parallel import chunked_kernel, last_chunk_first
+from ..parallel import chunked_kernel, last_chunk_first, n_chunks
 from .distances import lane_width, nearest_rows, own_distance, own_distances
 from .lloyd_replay import (LloydPrior, LloydTrace, center_moves, grow_trace, mark_dirty,
                            prime_bounds, sparse_estep, sparse_sums, top_two)
-from .seeding import n_chunks
 
 __all__ = ["Screen", "BLOCK_ROWS", "screen_eps", "direct_eps", "make_screen", "uses_screen",
            "uses_direct", "lloyd_iteration", "half_separation", "relocate_empty", "lloyd_run",

@@ -17,9 +17,9 @@ import numpy as np
 from numba import prange
 
 from ..._config import CHUNK_SIZE
-from ..arrays import CACHE_LINE, copy_into, prefetch
+from ..arrays import CACHE_LINE, copy_into, prefetch, row_range
 from ..jit import njit
-from ..parallel import chunked_kernel, last_chunk_first
+from ..parallel import chunked_kernel, last_chunk_first, n_chunks  # (n_chunks: re-exported)
 from .distances import OWN_LANES_MIN_FEATURES, TILE_ROWS, by_lanes, tile_lanes, transpose_rows
 
 __all__ = ["n_chunks", "chunk_sums", "pick_index", "pick_product", "pick_pending", "d2_update",
@@ -58,11 +58,6 @@ def hints_pay(tiles, n_candidates):
     d = tiles.shape[1]
     return (tiles.itemsize == 8 and d * 8 >= _PREFETCH_MIN_ROW_BYTES and d <= 16 * n_candidates
             and tiles.size * 8 >= _PREFETCH_MIN_BYTES)
-
-
-def n_chunks(n):
-    """Number of row chunks for ``n`` rows (at least 1)."""
-    return max(1, -(-n // CHUNK_SIZE))
 
 
 @chunked_kernel
@@ -441,11 +436,7 @@ def tile_rows(X, tiles):
     n = X.shape[0]
     for b in prange(tiles.shape[0]):
         lo = b * _BLOCK
-        m = min(n, lo + _BLOCK) - lo
-        ids = np.empty(_BLOCK, dtype=np.int64)
-        for j in range(m):
-            ids[j] = lo + j
-        transpose_rows(X, ids[:m], tiles[b], _BLOCK)
+        transpose_rows(X, row_range(lo, min(n, lo + _BLOCK)), tiles[b], _BLOCK)
 
 
 @chunked_kernel
