@@ -20,11 +20,12 @@ from hypothesis.extra import numpy as hnp
 
 import fedcore
 from fedcore import _config
-from fedcore.kernels.kmeans.distances import (LANE_ROWS, TILE_ROWS, lane_width, nearest_lanes,
-                                              nearest_rows, nearest_two, tile_lanes,
-                                              transpose_lanes)
+from fedcore.kernels.kmeans.distances import (LANE_ROWS, SCREEN_BYTES, TILE_ROWS, lane_width,
+                                              nearest_lanes, nearest_rows, nearest_two,
+                                              smallest_two_lanes, tile_lanes, transpose_lanes)
 from tests.reference.kmeans_reference import (assign_reference, kmeans_lloyd_reference,
                                               kmeanspp_reference, lloyd_iteration_reference,
+                                              screen_smallest_two_reference,
                                               sq_distance_matrix_reference, sq_distance_reference)
 
 CHUNK = _config.CHUNK_SIZE
@@ -1007,6 +1008,56 @@ def test_nearest_lanes_equals_the_sequential_reference(d, k, calls, grid, seed):
     np.testing.assert_array_equal(_bits(best), _bits(dist[every, order[:, 0]]))
     expected = dist[every, order[:, 1]] if k > 1 else np.full(m, np.inf)
     np.testing.assert_array_equal(_bits(second), _bits(expected))
+
+
+@numba.njit
+def _smallest_two_at(out, norms, constant, starts, best, second, arg):
+    for q in range(starts.shape[0]):
+        smallest_two_lanes(out, norms, constant, starts[q], best, second, arg)
+
+
+@settings(max_examples=80, deadline=None)
+@given(k=st.integers(1, 40), groups=st.integers(1, 3), dtype=st.sampled_from([np.float32,
+                                                                              np.float64]),
+       grid=st.booleans(), special=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_smallest_two_lanes_equals_the_sequential_reference(k, groups, dtype, grid, special,
+                                                            seed):
+    """The screen's two smallest approximations per column of a product and the first center at
+    the smallest, a group of lanes a call, are the sequential loop's (the reference), bit for
+    bit, in float32 and float64: integer grids give exact ties (to the lowest index, and a tied
+    second equal to the smallest); NaN and infinite products change nothing or give inf and NaN
+    approximations as the loop does; scales from subnormal to near overflow. Columns no call
+    names stay as they were."""
+    rng = np.random.default_rng(seed)
+    group = SCREEN_BYTES // np.dtype(dtype).itemsize
+    w = (groups + 1) * group + 3  # (the group between two calls and the last columns: untouched)
+    if grid:
+        out = rng.integers(-3, 4, size=(k, w)).astype(dtype)
+        norms = rng.integers(0, 7, size=w).astype(dtype)
+        constant = rng.integers(0, 7, size=k).astype(dtype)
+    else:
+        top = 35 if dtype == np.float32 else 300
+        scale = 10.0 ** rng.uniform(-top - 8, top)
+        out = (rng.standard_normal((k, w)) * scale).astype(dtype)
+        norms = (rng.random(w) * 4 * scale).astype(dtype)
+        constant = (rng.random(k) * 4 * scale).astype(dtype)
+    if special:
+        out.flat[rng.integers(0, out.size, size=3)] = np.nan
+        out.flat[rng.integers(0, out.size, size=2)] = np.inf
+        out.flat[rng.integers(0, out.size, size=2)] = -np.inf
+    starts = np.array([q * group for q in range(groups + 1) if q != 1], dtype=np.int64)
+    best = np.full(w, -7.0, dtype=dtype)
+    second = np.full(w, -7.0, dtype=dtype)
+    arg = np.full(w, -7, dtype=np.int32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        _smallest_two_at(out, norms, constant, starts, best, second, arg)
+        expected = screen_smallest_two_reference(out, norms, constant)
+    done = np.zeros(w, dtype=bool)
+    for start in starts:
+        done[start:start + group] = True
+    for got, want in zip((best, second, arg), expected):
+        np.testing.assert_array_equal(got[done].view(np.uint8), want[done].view(np.uint8))
+        assert (got[~done] == -7).all()
 
 
 @numba.njit

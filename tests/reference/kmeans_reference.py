@@ -21,6 +21,8 @@ lloyd_iteration_reference, kmeans_lloyd_reference
     rules.
 sq_distance_reference, assign_reference
     Squared distances and first-nearest-center assignment.
+screen_smallest_two_reference
+    The two smallest approximations of Lloyd's screen, per column of its product.
 """
 from fractions import Fraction
 
@@ -32,6 +34,7 @@ __all__ = [
     "sq_distance_reference",
     "sq_distance_matrix_reference",
     "assign_reference",
+    "screen_smallest_two_reference",
     "kmeanspp_reference",
     "exact_kmeanspp_distribution",
     "exact_grouped_kmeanspp_distribution",
@@ -134,6 +137,31 @@ def sq_distance_matrix_reference(X, centers):
         diff = X[:, f].astype(np.float64)[:, None] - centers[:, f].astype(np.float64)[None, :]
         out += diff * diff
     return out
+
+
+def screen_smallest_two_reference(out, norms, constant):
+    """The two smallest screened approximations per column of a product ``out`` (k, w) and the
+    first center at the smallest: ``(norms[c] - (out[j, c] + out[j, c])) + constant[j]``, each
+    operation rounded in ``out``'s dtype (NumPy scalars of that dtype), the running two smallest
+    updated center by center with strict comparisons (a NaN approximation changes nothing).
+    Returns ``(best, second, arg)``; a column's best and second stay +inf while every
+    approximation is NaN, and arg 0."""
+    k, w = out.shape
+    kind = out.dtype.type
+    best = np.full(w, np.inf, dtype=out.dtype)
+    second = np.full(w, np.inf, dtype=out.dtype)
+    arg = np.zeros(w, dtype=np.int32)
+    for c in range(w):
+        low, runner, which = kind(np.inf), kind(np.inf), 0
+        for j in range(k):
+            p = out[j, c]
+            approx = (norms[c] - (p + p)) + constant[j]
+            if approx < low:
+                low, runner, which = approx, low, j
+            elif approx < runner:
+                runner = approx
+        best[c], second[c], arg[c] = low, runner, which
+    return best, second, arg
 
 
 def assign_reference(X, centers):

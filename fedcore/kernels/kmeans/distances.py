@@ -19,9 +19,10 @@ from ..jit import njit
 from ..parallel import chunked_kernel
 
 __all__ = ["row_distances", "own_distance", "own_distances", "by_lanes", "nearest_center",
-           "nearest_two", "LANE_ROWS", "LANES_MAX_FEATURES", "lane_width", "nearest_lanes", "nearest_rows",
-           "pairwise_sq_distances", "assign_nearest", "tile_lanes", "TILE_ROWS",
-           "transpose_lanes", "transpose_rows"]
+           "nearest_two", "LANE_ROWS", "LANES_MAX_FEATURES", "lane_width", "nearest_lanes",
+           "nearest_rows", "pairwise_sq_distances", "assign_nearest", "tile_lanes", "TILE_ROWS",
+           "transpose_lanes", "transpose_rows", "smallest_two", "smallest_two_lanes",
+           "SCREEN_BYTES"]
 
 # Rows per call of nearest_lanes: two vectors of eight float64 lanes, two independent sums in
 # flight per center (one vector: 3-10% slower at d = 16, k = 8 and d = 3, k = 50; four: within
@@ -40,6 +41,10 @@ OWN_ROWS = _LANES
 _TILE_VECTORS = 8
 TILE_ROWS = _LANES * _TILE_VECTORS
 OWN_LANES_MIN_FEATURES = 8
+# Columns per call of smallest_two_lanes: SCREEN_BYTES // itemsize, _SCREEN_VECTORS vectors of
+# 64 bytes (sixteen float32 lanes or eight float64).
+_SCREEN_VECTORS = 4
+SCREEN_BYTES = _SCREEN_VECTORS * 64
 # Rows per block of assign_nearest, which scans blocks (nearest_rows) up to this many features;
 # wider rows one at a time (nearest_center), where each center's pass over a block's column of
 # rows outgrows L1. KMeans.predict, 1e5 uniform rows, against nearest_center (median of 11
@@ -201,6 +206,39 @@ def _transpose(builder, vectors):
     return out
 
 
+def _two_slots(builder, real, whole, count):
+    """``count`` registers each (allocas) for the running two smallest of :func:`_keep_two`:
+    ``(low, runner, which)``, the first two of vector type ``real`` set to +inf, ``which`` of
+    integer vector type ``whole`` set to 0."""
+    lanes = real.count
+    slots = tuple([cgutils.alloca_once(builder, kind) for _ in range(count)]
+                  for kind in (real, real, whole))
+    for v in range(count):
+        builder.store(ir.Constant(real, [np.inf] * lanes), slots[0][v])
+        builder.store(ir.Constant(real, [np.inf] * lanes), slots[1][v])
+        builder.store(ir.Constant(whole, [0] * lanes), slots[2][v])
+    return slots
+
+
+def _keep_two(builder, value, index, low, runner, which, second_first):
+    """The running two smallest, branch-free: ``value`` (a vector) and its ``index`` update the
+    smallest (``low``), the first index at it (``which``) and the second smallest (``runner``),
+    pointers to vectors; a value equal to the smallest counts as the second. The second smallest
+    is ``min(runner, value)`` taken as ``runner < value ? runner : value`` if ``second_first``,
+    else ``value < runner ? value : runner`` (these differ only where one is NaN, or for -0.0
+    against 0.0)."""
+    smallest = builder.load(low)
+    second = builder.load(runner)
+    closer = builder.fcmp_ordered("<", value, smallest)
+    if second_first:
+        other = builder.select(builder.fcmp_ordered("<", second, value), second, value)
+    else:
+        other = builder.select(builder.fcmp_ordered("<", value, second), value, second)
+    builder.store(builder.select(closer, smallest, other), runner)
+    builder.store(builder.select(closer, index, builder.load(which)), which)
+    builder.store(builder.select(closer, value, smallest), low)
+
+
 @intrinsic
 def nearest_lanes(typingctx, block_t, centers_t, start, best, second, arg):
     """Nearest and second-nearest center of ``LANE_ROWS`` rows held transposed: for
@@ -231,12 +269,8 @@ def nearest_lanes(typingctx, block_t, centers_t, start, best, second, arg):
         real, whole = ir.VectorType(ir.DoubleType(), _LANES), ir.VectorType(i64, _LANES)
 
         columns = [builder.add(first, i64(_LANES * v)) for v in range(_VECTORS)]
-        acc, low, runner, which = ([cgutils.alloca_once(builder, kind) for _ in columns]
-                                   for kind in (real, real, real, whole))
-        for v in range(_VECTORS):
-            builder.store(ir.Constant(real, [np.inf] * _LANES), low[v])
-            builder.store(ir.Constant(real, [np.inf] * _LANES), runner[v])
-            builder.store(ir.Constant(whole, [0] * _LANES), which[v])
+        acc = [cgutils.alloca_once(builder, real) for _ in columns]
+        low, runner, which = _two_slots(builder, real, whole, _VECTORS)
         with cgutils.for_range(builder, k) as center:
             j = center.index
             for v in range(_VECTORS):
@@ -252,16 +286,9 @@ def nearest_lanes(typingctx, block_t, centers_t, start, best, second, arg):
                     t = builder.fsub(x, c)
                     builder.store(builder.fadd(builder.load(acc[v]), builder.fmul(t, t)), acc[v])
             index = _splat(builder, j, whole)
-            for v in range(_VECTORS):  # the running two smallest, branch-free
-                dist = builder.load(acc[v])
-                smallest = builder.load(low[v])
-                second_smallest = builder.load(runner[v])
-                closer = builder.fcmp_ordered("<", dist, smallest)
-                other = builder.select(builder.fcmp_ordered("<", second_smallest, dist),
-                                       second_smallest, dist)
-                builder.store(builder.select(closer, smallest, other), runner[v])
-                builder.store(builder.select(closer, index, builder.load(which[v])), which[v])
-                builder.store(builder.select(closer, dist, smallest), low[v])
+            for v in range(_VECTORS):
+                _keep_two(builder, builder.load(acc[v]), index, low[v], runner[v], which[v],
+                          True)
         for v in range(_VECTORS):
             for value, out, kind in ((low, best_out, real), (runner, second_out, real),
                                      (which, arg_out, whole)):
@@ -324,6 +351,118 @@ def tile_lanes(typingctx, tile, candidates, first, second, out):
                               align=8)
         return context.get_dummy_value()
     return types.void(tile, candidates, first, second, out), codegen
+
+
+def _screen_takes(out, norms, constant, best, second, arg):
+    """Whether :func:`smallest_two_lanes` takes these Numba types: C-contiguous float32 or
+    float64 ``out`` (two-dimensional), ``norms``, ``constant``, ``best`` and ``second``
+    (one-dimensional), all of one dtype, and C-contiguous int32 ``arg``."""
+    if not isinstance(out, types.Array) or out.dtype not in (types.float32, types.float64):
+        return False
+    return (_is_array(out, 2, out.dtype) and _is_array(norms, 1, out.dtype)
+            and _is_array(constant, 1, out.dtype) and _is_array(best, 1, out.dtype)
+            and _is_array(second, 1, out.dtype) and _is_array(arg, 1, types.int32))
+
+
+@intrinsic
+def smallest_two_lanes(typingctx, out, norms, constant, start, best, second, arg):
+    """:func:`smallest_two` of ``SCREEN_BYTES // itemsize`` columns of a product: for ``c`` in
+    ``start:start + SCREEN_BYTES // itemsize``, OUT ``best[c]`` and ``second[c]``, the two
+    smallest of ``(norms[c] - (out[j, c] + out[j, c])) + constant[j]`` over the rows ``j`` of
+    ``out``, and ``arg[c]`` the first ``j`` at the smallest (lowest index on ties).
+
+    Each approximation is rounded in ``out``'s precision as the loop over centers and columns
+    rounds it, and the running two smallest are updated by the same comparisons (an
+    approximation that is NaN changes nothing), so the results are the same bits; but the
+    columns are vector lanes and the running values stay in registers for all the centers, where
+    the loop loads and stores them at every center. ``out`` (k, w), ``norms`` and ``constant``:
+    float32 or float64, one dtype; ``best``, ``second`` of that dtype and ``arg`` int32; all
+    C-contiguous (:func:`_screen_takes`). The caller guarantees ``start + SCREEN_BYTES // itemsize
+    <= w`` and ``constant`` of ``k`` entries; nothing is checked.
+    """
+    if not (_screen_takes(out, norms, constant, best, second, arg)
+            and isinstance(start, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        product, nx_in, offsets, low_out, runner_out, which_out = (
+            context.make_array(signature.args[i])(context, builder, args[i])
+            for i in (0, 1, 2, 4, 5, 6))
+        k, w = cgutils.unpack_tuple(builder, product.shape, 2)
+        first = context.cast(builder, args[3], signature.args[3], types.intp)
+        dtype = signature.args[0].dtype
+        lanes = 512 // dtype.bitwidth
+        i32, i64 = ir.IntType(32), ir.IntType(64)
+        real = ir.VectorType(context.get_value_type(dtype), lanes)
+        whole = ir.VectorType(i32, lanes)
+        align = dtype.bitwidth // 8
+        columns = [builder.add(first, i64(lanes * v)) for v in range(_SCREEN_VECTORS)]
+        nx = [builder.load(_lanes(builder, nx_in.data, c, real), align=align) for c in columns]
+        low, runner, which = _two_slots(builder, real, whole, _SCREEN_VECTORS)
+        with cgutils.for_range(builder, k) as center:
+            j = center.index
+            norm = _splat(builder, builder.load(builder.gep(offsets.data, [j])), real)
+            index = _splat(builder, builder.trunc(j, i32), whole)
+            row = builder.mul(j, w)
+            for v in range(_SCREEN_VECTORS):
+                p = builder.load(_lanes(builder, product.data, builder.add(row, columns[v]),
+                                        real), align=align)
+                approx = builder.fadd(builder.fsub(nx[v], builder.fadd(p, p)), norm)
+                _keep_two(builder, approx, index, low[v], runner[v], which[v], False)
+        for v in range(_SCREEN_VECTORS):
+            for value, array, kind in ((low, low_out, real), (runner, runner_out, real),
+                                       (which, which_out, whole)):
+                builder.store(builder.load(value[v]),
+                              _lanes(builder, array.data, columns[v], kind), align=4)
+        return context.get_dummy_value()
+    return types.void(out, norms, constant, start, best, second, arg), codegen
+
+
+@njit
+def smallest_two(out, norms, constant, best, second, arg):
+    """OUT, for every column ``c`` of the product ``out`` (k, w): ``best[c]`` and ``second[c]``,
+    the two smallest of ``(norms[c] - (out[j, c] + out[j, c])) + constant[j]`` (each operation
+    rounded in ``out``'s precision), and ``arg[c]`` the first ``j`` at the smallest (lowest
+    index on ties): Lloyd's screen, one column (a row of X) per vector lane.
+
+    Groups of lanes by :func:`smallest_two_lanes` (the running values in registers), the last
+    group ending at the last column (it may redo columns of the one before: the same values);
+    fewer columns than a group by the loop over centers and columns, the same bits. In one
+    function with the lanes that loop lost its vector code (0.9-1.0 ns per entry against 0.2-0.3
+    at k = 100, 20 and 63 columns, float32), so it stays a call of its own. Types: see
+    :func:`_screen_takes`; ``norms`` and the outputs of at least ``w`` entries, ``constant`` of
+    ``k``.
+    """
+    w = out.shape[1]
+    group = SCREEN_BYTES // out.itemsize
+    if w < group:
+        _smallest_two_loop(out, norms, constant, best, second, arg)
+        return
+    c = 0
+    while c + group < w:
+        smallest_two_lanes(out, norms, constant, c, best, second, arg)
+        c += group
+    smallest_two_lanes(out, norms, constant, w - group, best, second, arg)
+
+
+@njit
+def _smallest_two_loop(out, norms, constant, best, second, arg):
+    """:func:`smallest_two` by a loop over centers, then columns (vectorized by the compiler)."""
+    k, w = out.shape
+    for c in range(w):
+        best[c] = np.inf
+        second[c] = np.inf
+        arg[c] = 0
+    for j in range(k):
+        row = out[j]
+        norm = constant[j]
+        jj = np.int32(j)
+        for c in range(w):
+            approx = (norms[c] - (row[c] + row[c])) + norm
+            closer = approx < best[c]
+            second[c] = best[c] if closer else (approx if approx < second[c] else second[c])
+            arg[c] = jj if closer else arg[c]
+            best[c] = approx if closer else best[c]
 
 
 def _lanes_take(X, rows, centers, which, out):

@@ -41,7 +41,7 @@ from ..arrays import (CACHE_LINE, copy_into, prefetch, read_only, read_rows, row
                       transpose_into)
 from ..jit import njit
 from ..parallel import chunked_kernel, last_chunk_first, n_chunks
-from .distances import lane_width, nearest_rows, own_distance, own_distances
+from .distances import lane_width, nearest_rows, own_distance, own_distances, smallest_two
 from .lloyd_replay import (LloydPrior, LloydTrace, center_moves, grow_trace, mark_dirty,
                            prime_bounds, sparse_estep, sparse_sums, top_two)
 
@@ -590,19 +590,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     norms_p, m1, m2, j1 = scratch.norms_p, scratch.best, scratch.second, scratch.arg
     for c in range(width):
         norms_p[c] = norms[c]
-        m1[c] = np.inf
-        m2[c] = np.inf
-        j1[c] = 0
-    for j in range(k):
-        row = out[j]
-        norm = constant[j]
-        jj = np.int32(j)
-        for c in range(width):
-            approx = (norms_p[c] - (row[c] + row[c])) + norm
-            closer = approx < m1[c]
-            m2[c] = m1[c] if closer else (approx if approx < m2[c] else m2[c])
-            j1[c] = jj if closer else j1[c]
-            m1[c] = approx if closer else m1[c]
+    smallest_two(out, norms_p, constant, m1, m2, j1)
     root_max = 0.0
     for j in range(k):
         root_max = max(root_max, screen.roots[j])
