@@ -22,7 +22,8 @@ import fedcore
 from fedcore import _config
 from fedcore.kernels.kmeans.distances import (LANE_ROWS, SCREEN_BYTES, TILE_ROWS, lane_width,
                                               nearest_lanes, nearest_rows, nearest_two,
-                                              smallest_two_lanes, tile_lanes, transpose_lanes)
+                                              smallest_two, smallest_two_lanes, tile_lanes,
+                                              transpose_lanes)
 from tests.reference.kmeans_reference import (assign_reference, kmeans_lloyd_reference,
                                               kmeanspp_reference, lloyd_iteration_reference,
                                               screen_smallest_two_reference,
@@ -1058,6 +1059,26 @@ def test_smallest_two_lanes_equals_the_sequential_reference(k, groups, dtype, gr
     for got, want in zip((best, second, arg), expected):
         np.testing.assert_array_equal(got[done].view(np.uint8), want[done].view(np.uint8))
         assert (got[~done] == -7).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("extra", [-63, -1, 0, 1, 5, 64 + 7])
+def test_smallest_two_of_every_column_equals_the_sequential_reference(dtype, extra):
+    """smallest_two covers every column, bit for bit: fewer columns than a group of lanes (the
+    loop), a whole number of groups, and a last group that ends at the last column and redoes
+    some of the one before it."""
+    rng = np.random.default_rng(extra + 100)
+    w = max(1, SCREEN_BYTES // np.dtype(dtype).itemsize + extra)
+    k = 13
+    out = rng.integers(-3, 4, size=(k, w)).astype(dtype) * dtype(0.75)
+    norms = rng.random(w).astype(dtype)
+    constant = rng.integers(0, 3, size=k).astype(dtype)
+    best, second = np.full(w, np.nan, dtype=dtype), np.full(w, np.nan, dtype=dtype)
+    arg = np.full(w, -7, dtype=np.int32)
+    smallest_two(out, norms, constant, best, second, arg)
+    for got, want in zip((best, second, arg), screen_smallest_two_reference(out, norms,
+                                                                            constant)):
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
 
 
 @numba.njit
