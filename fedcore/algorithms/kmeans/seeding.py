@@ -12,7 +12,8 @@ from ..._validation import (check_array, check_int, check_random_state,
 from ...kernels.arrays import read_only
 from ...kernels.kmeans.seeding import (apply_pending, center_gaps, chunk_sums, d2_refresh,
                                        d2_update, greedy_pass, greedy_steps, min_gaps,
-                                       min_sq_distance, n_chunks, pick_index, pick_product, tiled)
+                                       min_sq_distance, pick_index, pick_product, tiled)
+from ...kernels.parallel import n_chunks
 
 __all__ = ["kmeans_plusplus"]
 

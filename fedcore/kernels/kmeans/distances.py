@@ -220,23 +220,28 @@ def _two_slots(builder, real, whole, count):
     return slots
 
 
-def _keep_two(builder, value, index, low, runner, which, second_first):
+def _keep_two(builder, value, index, low, runner, which):
     """The running two smallest, branch-free: ``value`` (a vector) and its ``index`` update the
     smallest (``low``), the first index at it (``which``) and the second smallest (``runner``),
-    pointers to vectors; a value equal to the smallest counts as the second. The second smallest
-    is ``min(runner, value)`` taken as ``runner < value ? runner : value`` if ``second_first``,
-    else ``value < runner ? value : runner`` (these differ only where one is NaN, or for -0.0
-    against 0.0)."""
+    pointers to vectors, as a loop's ``value < low`` / ``value < runner`` tests would: a value
+    equal to the smallest counts as the second, a NaN value changes nothing."""
     smallest = builder.load(low)
     second = builder.load(runner)
     closer = builder.fcmp_ordered("<", value, smallest)
-    if second_first:
-        other = builder.select(builder.fcmp_ordered("<", second, value), second, value)
-    else:
-        other = builder.select(builder.fcmp_ordered("<", value, second), value, second)
+    other = builder.select(builder.fcmp_ordered("<", value, second), value, second)
     builder.store(builder.select(closer, smallest, other), runner)
     builder.store(builder.select(closer, index, builder.load(which)), which)
     builder.store(builder.select(closer, value, smallest), low)
+
+
+def _store_two(builder, slots, arrays, columns, align):
+    """Store the running two smallest and their indices (``slots`` of :func:`_two_slots`) into
+    ``arrays`` (best, second, arg: Numba array structures), vector ``v`` at element
+    ``columns[v]``."""
+    for slot, array in zip(slots, arrays):
+        for v, column in enumerate(columns):
+            value = builder.load(slot[v])
+            builder.store(value, _lanes(builder, array.data, column, value.type), align=align)
 
 
 @intrinsic
@@ -287,13 +292,9 @@ def nearest_lanes(typingctx, block_t, centers_t, start, best, second, arg):
                     builder.store(builder.fadd(builder.load(acc[v]), builder.fmul(t, t)), acc[v])
             index = _splat(builder, j, whole)
             for v in range(_VECTORS):
-                _keep_two(builder, builder.load(acc[v]), index, low[v], runner[v], which[v],
-                          True)
-        for v in range(_VECTORS):
-            for value, out, kind in ((low, best_out, real), (runner, second_out, real),
-                                     (which, arg_out, whole)):
-                builder.store(builder.load(value[v]),
-                              _lanes(builder, out.data, columns[v], kind), align=8)
+                _keep_two(builder, builder.load(acc[v]), index, low[v], runner[v], which[v])
+        _store_two(builder, (low, runner, which), (best_out, second_out, arg_out), columns,
+                   align=8)
         return context.get_dummy_value()
     return types.void(block_t, centers_t, start, best, second, arg), codegen
 
@@ -408,12 +409,9 @@ def smallest_two_lanes(typingctx, out, norms, constant, start, best, second, arg
                 p = builder.load(_lanes(builder, product.data, builder.add(row, columns[v]),
                                         real), align=align)
                 approx = builder.fadd(builder.fsub(nx[v], builder.fadd(p, p)), norm)
-                _keep_two(builder, approx, index, low[v], runner[v], which[v], False)
-        for v in range(_SCREEN_VECTORS):
-            for value, array, kind in ((low, low_out, real), (runner, runner_out, real),
-                                       (which, which_out, whole)):
-                builder.store(builder.load(value[v]),
-                              _lanes(builder, array.data, columns[v], kind), align=4)
+                _keep_two(builder, approx, index, low[v], runner[v], which[v])
+        _store_two(builder, (low, runner, which), (low_out, runner_out, which_out), columns,
+                   align=4)
         return context.get_dummy_value()
     return types.void(out, norms, constant, start, best, second, arg), codegen
 
