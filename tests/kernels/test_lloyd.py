@@ -22,10 +22,11 @@ import fedcore
 from fedcore import _config
 from fedcore.kernels.kmeans.distances import (LANE_ROWS, SCREEN_BYTES, TILE_ROWS, lane_width,
                                               nearest_lanes, nearest_rows, nearest_two,
-                                              smallest_two, smallest_two_lanes, tile_lanes,
-                                              transpose_lanes)
-from tests.reference.kmeans_reference import (assign_reference, kmeans_lloyd_reference,
-                                              kmeanspp_reference, lloyd_iteration_reference,
+                                              screen_fused, screen_lanes, smallest_two,
+                                              smallest_two_lanes, tile_lanes, transpose_lanes)
+from tests.reference.kmeans_reference import (assign_reference, fused_product_reference,
+                                              kmeans_lloyd_reference, kmeanspp_reference,
+                                              lloyd_iteration_reference,
                                               screen_smallest_two_reference,
                                               sq_distance_matrix_reference, sq_distance_reference)
 
@@ -820,18 +821,19 @@ def test_screen_in_other_blocks_equals_the_plain_scan(k, d, dtype):
 
 
 @pytest.mark.parametrize("lazy", [False, True])
-@pytest.mark.parametrize("direct", [False, True])
-def test_screen_holds_its_contract_for_groups_of_ambiguous_rows(monkeypatch, direct, lazy):
+@pytest.mark.parametrize("direct, d", [(False, 50), (True, 50), (False, 20)])
+def test_screen_holds_its_contract_for_groups_of_ambiguous_rows(monkeypatch, direct, d, lazy):
     """The screen's contract: exact labels (lowest index on ties) and distances (upper bounds on
     the distance where lazy), and ``lower`` at most the distance to every other center. Float32
     products of rows at two scales (near the origin and 300 away, shuffled, each with its own
     error allowance), around near-duplicate centers, so that many rows have several candidates:
     their exact distances are computed a group of rows at a time, several groups per block
-    (asserted by running the screen as Python, with the same labels as compiled)."""
+    (asserted by running the screen as Python, with the same labels as compiled). Rows of 20
+    features take the fused screen (no BLAS product; the candidates' entries formed on demand)."""
     from fedcore.kernels.kmeans import lloyd
     from fedcore.kernels.kmeans.distances import own_distance
     rng = np.random.default_rng(11)
-    d, k, n = 50, 30, 3000
+    k, n = 30, 3000
     centers = rng.standard_normal((3, d))[rng.integers(0, 3, k)] + 1e-2 * rng.standard_normal(
         (k, d))
     centers[:10] += 300.0  # a third of the centers far from the origin
@@ -1011,6 +1013,17 @@ def test_nearest_lanes_equals_the_sequential_reference(d, k, calls, grid, seed):
     np.testing.assert_array_equal(_bits(second), _bits(expected))
 
 
+def _assert_called_columns(got, expected, starts, group):
+    """The columns of the calls at ``starts`` (``group`` each) equal ``expected`` bit for bit, and
+    the others still hold -7."""
+    done = np.zeros(got[0].shape[0], dtype=bool)
+    for start in starts:
+        done[start:start + group] = True
+    for array, want in zip(got, expected):
+        np.testing.assert_array_equal(array[done].view(np.uint8), want[done].view(np.uint8))
+        assert (array[~done] == -7).all()
+
+
 @numba.njit
 def _smallest_two_at(out, norms, constant, starts, best, second, arg):
     for q in range(starts.shape[0]):
@@ -1053,12 +1066,7 @@ def test_smallest_two_lanes_equals_the_sequential_reference(k, groups, dtype, gr
     with np.errstate(over="ignore", invalid="ignore"):
         _smallest_two_at(out, norms, constant, starts, best, second, arg)
         expected = screen_smallest_two_reference(out, norms, constant)
-    done = np.zeros(w, dtype=bool)
-    for start in starts:
-        done[start:start + group] = True
-    for got, want in zip((best, second, arg), expected):
-        np.testing.assert_array_equal(got[done].view(np.uint8), want[done].view(np.uint8))
-        assert (got[~done] == -7).all()
+    _assert_called_columns((best, second, arg), expected, starts, group)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -1078,6 +1086,70 @@ def test_smallest_two_of_every_column_equals_the_sequential_reference(dtype, ext
     smallest_two(out, norms, constant, best, second, arg)
     for got, want in zip((best, second, arg), screen_smallest_two_reference(out, norms,
                                                                             constant)):
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+@numba.njit
+def _screen_lanes_at(block_t, shifted, norms, constant, starts, best, second, arg):
+    for q in range(starts.shape[0]):
+        screen_lanes(block_t, shifted, norms, constant, starts[q], best, second, arg)
+
+
+def _fused_problem(rng, d, k, w, dtype, grid):
+    """Rows held transposed (d, w), centers (k, d), the rows' norms and the centers' constants,
+    of ``dtype``: small integers (exact products and ties) or normal values at a random scale."""
+    if grid:
+        block_t = rng.integers(-3, 4, size=(d, w)).astype(dtype)
+        shifted = rng.integers(-3, 4, size=(k, d)).astype(dtype)
+        norms = rng.integers(0, 30, size=w).astype(dtype)
+        constant = rng.integers(0, 30, size=k).astype(dtype)
+    else:
+        scale = 10.0 ** rng.uniform(-8, 8)
+        block_t = (rng.standard_normal((d, w)) * scale).astype(dtype)
+        shifted = (rng.standard_normal((k, d)) * scale).astype(dtype)
+        norms = (rng.random(w) * d * scale * scale).astype(dtype)
+        constant = (rng.random(k) * d * scale * scale).astype(dtype)
+    return block_t, shifted, norms, constant
+
+
+@settings(max_examples=40, deadline=None)
+@given(d=st.integers(1, 6), k=st.integers(1, 9), groups=st.integers(1, 2),
+       dtype=st.sampled_from([np.float32, np.float64]), grid=st.booleans(),
+       seed=st.integers(0, 2**32 - 1))
+def test_screen_lanes_equal_the_fused_reference(d, k, groups, dtype, grid, seed):
+    """The fused screen, a group of lanes a call, two centers a step and an odd one last, gives
+    the two smallest approximations and the first center at the smallest of the product formed
+    as chains of fused multiply-adds in feature order, each rounded once (the reference, exact),
+    bit for bit, in float32 and float64; integer grids give exact ties (to the lowest index).
+    Columns no call names stay as they were."""
+    rng = np.random.default_rng(seed)
+    group = SCREEN_BYTES // np.dtype(dtype).itemsize
+    w = (groups + 1) * group + 3  # (the group between two calls and the last columns: untouched)
+    block_t, shifted, norms, constant = _fused_problem(rng, d, k, w, dtype, grid)
+    starts = np.array([q * group for q in range(groups + 1) if q != 1], dtype=np.int64)
+    best = np.full(w, -7.0, dtype=dtype)
+    second = np.full(w, -7.0, dtype=dtype)
+    arg = np.full(w, -7, dtype=np.int32)
+    _screen_lanes_at(block_t, shifted, norms, constant, starts, best, second, arg)
+    expected = screen_smallest_two_reference(fused_product_reference(block_t, shifted), norms,
+                                             constant)
+    _assert_called_columns((best, second, arg), expected, starts, group)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("extra", [0, 1, 5, 64 + 7])
+def test_screen_fused_covers_every_column(dtype, extra):
+    """screen_fused covers every column, bit for bit: a whole number of groups of lanes, and a
+    last group that ends at the last column and redoes some of the one before it."""
+    rng = np.random.default_rng(extra + 200)
+    w = SCREEN_BYTES // np.dtype(dtype).itemsize + extra
+    block_t, shifted, norms, constant = _fused_problem(rng, 3, 5, w, dtype, True)
+    best, second = np.full(w, np.nan, dtype=dtype), np.full(w, np.nan, dtype=dtype)
+    arg = np.full(w, -7, dtype=np.int32)
+    screen_fused(block_t, shifted, norms, constant, best, second, arg)
+    expected = screen_smallest_two_reference(fused_product_reference(block_t, shifted), norms,
+                                             constant)
+    for got, want in zip((best, second, arg), expected):
         np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
 
 

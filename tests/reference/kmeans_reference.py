@@ -23,6 +23,8 @@ sq_distance_reference, assign_reference
     Squared distances and first-nearest-center assignment.
 screen_smallest_two_reference
     The two smallest approximations of Lloyd's screen, per column of its product.
+fused_product_reference
+    The screen's product formed without BLAS: chains of fused multiply-adds, rounded exactly.
 """
 from fractions import Fraction
 
@@ -162,6 +164,39 @@ def screen_smallest_two_reference(out, norms, constant):
                 runner = approx
         best[c], second[c], arg[c] = low, runner, which
     return best, second, arg
+
+
+def _rounded(q, kind):
+    """The rational ``q`` rounded to the nearest value of the NumPy float type ``kind`` (ties to
+    the even significand), finite values only: the nearest float64 first (correctly rounded by
+    Python), then the nearest of it and its two neighbours in ``kind``, compared exactly."""
+    guess = kind(float(q))
+    below = np.nextafter(guess, kind(-np.inf))
+    above = np.nextafter(guess, kind(np.inf))
+    best = guess
+    for other in (below, above):
+        gap, best_gap = abs(Fraction(float(other)) - q), abs(Fraction(float(best)) - q)
+        if gap < best_gap or (gap == best_gap and other.view(f"u{other.itemsize}") % 2 == 0):
+            best = other
+    return best
+
+
+def fused_product_reference(block_t, shifted):
+    """The product ``shifted @ block_t`` ((k, d) by (d, w)) as :func:`screen_lanes` forms it:
+    each entry a chain of fused multiply-adds over the features in order from 0, each step
+    ``fl(x * s + acc)`` computed exactly (fractions) and rounded once to the arrays' dtype."""
+    kind = block_t.dtype.type
+    k, d = shifted.shape
+    w = block_t.shape[1]
+    out = np.empty((k, w), dtype=block_t.dtype)
+    for j in range(k):
+        for c in range(w):
+            acc = kind(0.0)
+            for f in range(d):
+                acc = _rounded(Fraction(float(block_t[f, c])) * Fraction(float(shifted[j, f]))
+                               + Fraction(float(acc)), kind)
+            out[j, c] = acc
+    return out
 
 
 def assign_reference(X, centers):

@@ -7,6 +7,8 @@ nearest-center argmin is exact up to one rounding per term. Centers are passed t
 reassociating any sum. :func:`nearest_lanes` runs the scan over rows held transposed instead,
 ``LANE_ROWS`` rows per call, each row's sum in a vector lane.
 """
+from typing import NamedTuple
+
 import numpy as np
 from llvmlite import ir
 from numba import prange, types
@@ -22,7 +24,7 @@ __all__ = ["row_distances", "own_distance", "own_distances", "by_lanes", "neares
            "nearest_two", "LANE_ROWS", "LANES_MAX_FEATURES", "lane_width", "nearest_lanes",
            "nearest_rows", "pairwise_sq_distances", "assign_nearest", "tile_lanes", "TILE_ROWS",
            "transpose_lanes", "transpose_rows", "smallest_two", "smallest_two_lanes",
-           "SCREEN_BYTES"]
+           "SCREEN_BYTES", "screen_lanes", "screen_fused"]
 
 # Rows per call of nearest_lanes: two vectors of eight float64 lanes, two independent sums in
 # flight per center (one vector: 3-10% slower at d = 16, k = 8 and d = 3, k = 50; four: within
@@ -45,6 +47,9 @@ OWN_LANES_MIN_FEATURES = 8
 # 64 bytes (sixteen float32 lanes or eight float64).
 _SCREEN_VECTORS = 4
 SCREEN_BYTES = _SCREEN_VECTORS * 64
+# Centers per step of screen_lanes: their dots side by side, so that each load of a feature's
+# lanes serves both.
+_FUSED = 2
 # Rows per block of assign_nearest, which scans blocks (nearest_rows) up to this many features;
 # wider rows one at a time (nearest_center), where each center's pass over a block's column of
 # rows outgrows L1. KMeans.predict, 1e5 uniform rows, against nearest_center (median of 11
@@ -365,6 +370,54 @@ def _screen_takes(out, norms, constant, best, second, arg):
             and _is_array(second, 1, out.dtype) and _is_array(arg, 1, types.int32))
 
 
+class _ScreenCall(NamedTuple):
+    """What a call of :func:`smallest_two_lanes` or :func:`screen_lanes` holds in registers: the
+    vector types of its dtype (``real``; ``whole``, int32 lanes), the alignment of its elements,
+    its columns (the first lane of each vector), the rows' norms (``nx``, one vector per column)
+    and the running two smallest (``slots`` of :func:`_two_slots`), stored by ``store`` into the
+    call's outputs (``outputs``: best, second, arg)."""
+    real: ir.VectorType
+    whole: ir.VectorType
+    align: int
+    columns: list
+    nx: list
+    slots: tuple
+    outputs: tuple
+
+    def store(self, builder):
+        _store_two(builder, self.slots, self.outputs, self.columns, align=4)
+
+
+def _screen_call(context, builder, signature, args, start):
+    """The :class:`_ScreenCall` of an intrinsic whose argument ``start`` is the first column,
+    followed by best, second and arg, and whose argument ``start - 2`` is the rows' norms; the
+    dtype is that of argument 0."""
+    arrays = [context.make_array(signature.args[i])(context, builder, args[i])
+              for i in (start - 2, start + 1, start + 2, start + 3)]
+    first = context.cast(builder, args[start], signature.args[start], types.intp)
+    dtype = signature.args[0].dtype
+    lanes = 512 // dtype.bitwidth
+    real = ir.VectorType(context.get_value_type(dtype), lanes)
+    whole = ir.VectorType(ir.IntType(32), lanes)
+    align = dtype.bitwidth // 8
+    columns = [builder.add(first, ir.IntType(64)(lanes * v)) for v in range(_SCREEN_VECTORS)]
+    nx = [builder.load(_lanes(builder, arrays[0].data, c, real), align=align) for c in columns]
+    slots = _two_slots(builder, real, whole, _SCREEN_VECTORS)
+    return _ScreenCall(real, whole, align, columns, nx, slots, tuple(arrays[1:]))
+
+
+def _screen_center(builder, call, products, offsets, j):
+    """Screen center ``j`` in a :class:`_ScreenCall`: ``products``, one vector of the product's
+    entries per column of the call, become the approximations ``(nx - (p + p)) + offsets[j]``,
+    each operation rounded, and update the running two smallest (:func:`_keep_two`)."""
+    norm = _splat(builder, builder.load(builder.gep(offsets.data, [j])), call.real)
+    index = _splat(builder, builder.trunc(j, call.whole.element), call.whole)
+    low, runner, which = call.slots
+    for v, p in enumerate(products):
+        approx = builder.fadd(builder.fsub(call.nx[v], builder.fadd(p, p)), norm)
+        _keep_two(builder, approx, index, low[v], runner[v], which[v])
+
+
 @intrinsic
 def smallest_two_lanes(typingctx, out, norms, constant, start, best, second, arg):
     """:func:`smallest_two` of ``SCREEN_BYTES // itemsize`` columns of a product: for ``c`` in
@@ -386,32 +439,18 @@ def smallest_two_lanes(typingctx, out, norms, constant, start, best, second, arg
         return None
 
     def codegen(context, builder, signature, args):
-        product, nx_in, offsets, low_out, runner_out, which_out = (
-            context.make_array(signature.args[i])(context, builder, args[i])
-            for i in (0, 1, 2, 4, 5, 6))
+        product, offsets = (context.make_array(signature.args[i])(context, builder, args[i])
+                            for i in (0, 2))
         k, w = cgutils.unpack_tuple(builder, product.shape, 2)
-        first = context.cast(builder, args[3], signature.args[3], types.intp)
-        dtype = signature.args[0].dtype
-        lanes = 512 // dtype.bitwidth
-        i32, i64 = ir.IntType(32), ir.IntType(64)
-        real = ir.VectorType(context.get_value_type(dtype), lanes)
-        whole = ir.VectorType(i32, lanes)
-        align = dtype.bitwidth // 8
-        columns = [builder.add(first, i64(lanes * v)) for v in range(_SCREEN_VECTORS)]
-        nx = [builder.load(_lanes(builder, nx_in.data, c, real), align=align) for c in columns]
-        low, runner, which = _two_slots(builder, real, whole, _SCREEN_VECTORS)
+        call = _screen_call(context, builder, signature, args, 3)
+        real, columns = call.real, call.columns
         with cgutils.for_range(builder, k) as center:
             j = center.index
-            norm = _splat(builder, builder.load(builder.gep(offsets.data, [j])), real)
-            index = _splat(builder, builder.trunc(j, i32), whole)
             row = builder.mul(j, w)
-            for v in range(_SCREEN_VECTORS):
-                p = builder.load(_lanes(builder, product.data, builder.add(row, columns[v]),
-                                        real), align=align)
-                approx = builder.fadd(builder.fsub(nx[v], builder.fadd(p, p)), norm)
-                _keep_two(builder, approx, index, low[v], runner[v], which[v])
-        _store_two(builder, (low, runner, which), (low_out, runner_out, which_out), columns,
-                   align=4)
+            ps = [builder.load(_lanes(builder, product.data, builder.add(row, c), real),
+                               align=call.align) for c in columns]
+            _screen_center(builder, call, ps, offsets, j)
+        call.store(builder)
         return context.get_dummy_value()
     return types.void(out, norms, constant, start, best, second, arg), codegen
 
@@ -461,6 +500,95 @@ def _smallest_two_loop(out, norms, constant, best, second, arg):
             second[c] = best[c] if closer else (approx if approx < second[c] else second[c])
             arg[c] = jj if closer else arg[c]
             best[c] = approx if closer else best[c]
+
+
+def _fused_takes(block_t, shifted, norms, constant, best, second, arg):
+    """Whether :func:`screen_lanes` takes these Numba types: ``block_t`` and ``shifted``
+    C-contiguous two-dimensional, the others as :func:`_screen_takes`, all of one dtype."""
+    return (_screen_takes(block_t, norms, constant, best, second, arg)
+            and _is_array(shifted, 2, block_t.dtype))
+
+
+@intrinsic
+def screen_lanes(typingctx, block_t, shifted, norms, constant, start, best, second, arg):
+    """:func:`smallest_two` of the product ``shifted @ block_t`` without forming it: for ``c`` in
+    ``start:start + SCREEN_BYTES // itemsize``, OUT ``best[c]`` and ``second[c]``, the two
+    smallest of ``(norms[c] - (p + p)) + constant[j]`` with ``p`` the dot of ``shifted[j]`` and
+    column ``c`` of ``block_t``, over the rows ``j`` of ``shifted``, and ``arg[c]`` the first
+    ``j`` at the smallest (lowest index on ties).
+
+    Each dot is a chain of fused multiply-adds over the features in order, rounded in the
+    product's precision (the screen's bound holds for any order, with or without them: see
+    :func:`fedcore.kernels.kmeans.lloyd.screen_eps`); the columns are vector lanes, two centers'
+    dots at a time, and the running two smallest stay in registers (:func:`_keep_two`, the
+    centers in ascending order). ``block_t`` (d, w) and ``shifted`` (k, d), ``norms``,
+    ``constant``, ``best``, ``second``: float32 or float64, one dtype; ``arg`` int32; all
+    C-contiguous (:func:`_fused_takes`). The caller guarantees ``start + SCREEN_BYTES //
+    itemsize <= w``, ``norms`` of ``w`` entries and ``constant`` of ``k``; nothing is checked.
+    """
+    if not (_fused_takes(block_t, shifted, norms, constant, best, second, arg)
+            and isinstance(start, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        block, centers, offsets = (
+            context.make_array(signature.args[i])(context, builder, args[i]) for i in (0, 1, 3))
+        d, w = cgutils.unpack_tuple(builder, block.shape, 2)
+        k = cgutils.unpack_tuple(builder, centers.shape, 2)[0]
+        call = _screen_call(context, builder, signature, args, 4)
+        real, columns, align = call.real, call.columns, call.align
+        i64 = ir.IntType(64)
+        zero = ir.Constant(real, [0.0] * real.count)
+        fma = cgutils.get_or_insert_function(  # (llvm.fma.v16f32 or .v8f64)
+            builder.module, ir.FunctionType(real, [real] * 3),
+            f"llvm.fma.v{real.count}f{signature.args[0].dtype.bitwidth}")
+        acc = [[cgutils.alloca_once(builder, real) for _ in columns] for _ in range(_FUSED)]
+
+        def centers_from(j, count):  # the dots of centers j, j + 1, ..., then their screen
+            for q in range(count):
+                for slot in acc[q]:
+                    builder.store(zero, slot)
+            rows = [builder.mul(builder.add(j, i64(q)), d) for q in range(count)]
+            with cgutils.for_range(builder, d) as feature:
+                f = feature.index
+                line = builder.mul(f, w)
+                xs = [builder.load(_lanes(builder, block.data, builder.add(line, c), real),
+                                   align=align) for c in columns]
+                for q in range(count):
+                    s = builder.load(builder.gep(centers.data, [builder.add(rows[q], f)]))
+                    s = _splat(builder, s, real)
+                    for x, slot in zip(xs, acc[q]):
+                        builder.store(builder.call(fma, [x, s, builder.load(slot)]), slot)
+            for q in range(count):
+                _screen_center(builder, call, [builder.load(slot) for slot in acc[q]], offsets,
+                               builder.add(j, i64(q)))
+
+        pairs = builder.udiv(k, i64(_FUSED))
+        with cgutils.for_range(builder, pairs) as pair:
+            centers_from(builder.mul(pair.index, i64(_FUSED)), _FUSED)
+        rest = builder.mul(pairs, i64(_FUSED))
+        with cgutils.for_range(builder, builder.sub(k, rest)) as extra:
+            centers_from(builder.add(rest, extra.index), 1)
+        call.store(builder)
+        return context.get_dummy_value()
+    return (types.void(block_t, shifted, norms, constant, start, best, second, arg), codegen)
+
+
+@njit
+def screen_fused(block_t, shifted, norms, constant, best, second, arg):
+    """OUT, for every column ``c`` of ``block_t`` (d, w): ``best[c]``, ``second[c]`` and
+    ``arg[c]`` of :func:`screen_lanes` (the two smallest screened approximations and the first
+    center at the smallest), groups of ``SCREEN_BYTES // itemsize`` columns a call, the last
+    group ending at the last column (it may redo columns of the one before: the same values).
+    The caller guarantees ``w >= SCREEN_BYTES // itemsize`` (a narrower block is padded) and the
+    types and sizes of :func:`screen_lanes`."""
+    w = block_t.shape[1]
+    group = SCREEN_BYTES // block_t.itemsize
+    c = 0
+    while c + group < w:
+        screen_lanes(block_t, shifted, norms, constant, c, best, second, arg)
+        c += group
+    screen_lanes(block_t, shifted, norms, constant, w - group, best, second, arg)
 
 
 def _lanes_take(X, rows, centers, which, out):

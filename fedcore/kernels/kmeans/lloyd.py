@@ -41,7 +41,8 @@ from ..arrays import (CACHE_LINE, copy_into, prefetch, read_only, read_rows, row
                       transpose_into)
 from ..jit import njit
 from ..parallel import chunked_kernel, last_chunk_first, n_chunks
-from .distances import lane_width, nearest_rows, own_distance, own_distances, smallest_two
+from .distances import (SCREEN_BYTES, lane_width, nearest_rows, own_distance, own_distances,
+                        screen_fused, smallest_two, transpose_rows)
 from .lloyd_replay import (LloydPrior, LloydTrace, center_moves, grow_trace, mark_dirty,
                            prime_bounds, sparse_estep, sparse_sums, top_two)
 
@@ -100,9 +101,23 @@ SCREEN_MIN_FEATURES = 3
 SCREEN_WIDE_FEATURES = 32
 # From this many features the screen shifts rows into a row-major block (contiguous, vectorized)
 # and BLAS transposes it; below, the block is transposed here, four rows at a time (measured
-# from d = 10 to 784, k = 10 to 100: BLAS's transposed operand costs more on narrow rows).
+# from d = 10 to 784, k = 10 to 100: BLAS's transposed operand costs more on narrow rows), and
+# screened without BLAS (fedcore.kernels.kmeans.distances.screen_fused: each product entry a
+# chain of fused multiply-adds in vector lanes, taken straight into the two smallest, never
+# stored). Against the BLAS product and smallest_two, one thread, 256 rows, ns per entry,
+# float32: d = 2, 10, 20, 30, k = 1000: 0.134 -> 0.046, 0.252 -> 0.115, 0.408 -> 0.205, 0.549 ->
+# 0.283; k = 20: 0.181 -> 0.064, 0.408 -> 0.133, 0.699 -> 0.219, 0.979 -> 0.300; float64, k =
+# 1000: 0.349 -> 0.099, 0.550 -> 0.225, 0.852 -> 0.427, 1.189 -> 1.019.
 ROW_MAJOR_MIN_FEATURES = 32
-# From 9 to 32 centers and from 16 features, a block of shifted rows is multiplied rows first
+# From this many features the fused screen's rows are shifted into a row-major block (vectorized)
+# and transposed eight rows at a time in registers (transpose_rows); narrower rows are shifted and
+# transposed at once, four rows at a time. lloyd_run, 10 iterations, uniform 1e5 rows, the first
+# against the second: d = 24, k = 16 float32 1.21x; d = 16, k = 100 and d = 20, k = 24 float64
+# 1.07x; d = 10, k = 100 float32 1.03x, k = 1000 1.01x; d = 8, k = 100 float64 1.02x; d = 6,
+# k = 100, d = 5, k = 200 and d = 3, k = 200 float32: 0.97x, 0.98x, 0.97x.
+FUSED_SHIFT_ROWS_MIN = 8
+# From 9 to 32 centers and from ROW_MAJOR_MIN_FEATURES features (narrower rows: the fused screen;
+# the rows-first product was measured from 16), a block of shifted rows is multiplied rows first
 # (``block @ shifted.T``, one row of the product per row of X) and the small product transposed
 # here: OpenBLAS runs such skinny products faster that way round. One thread, 1e5 float32 rows
 # in blocks of 128, product and transpose: d = 50, k = 16: 1.54 -> 0.78 ms; d = 128: 4.2 -> 2.6
@@ -112,7 +127,7 @@ ROW_MAJOR_MIN_FEATURES = 32
 # it is) 2-5% slower at d = 128 and 384.
 ROWS_FIRST_MIN_CLUSTERS = 9
 ROWS_FIRST_MAX_CLUSTERS = 32
-ROWS_FIRST_MIN_FEATURES = 16
+ROWS_FIRST_MIN_FEATURES = 32
 # From this many centers and features their separations are screened by BLAS products (measured
 # from k = 16 to 1000, d = 2 to 784); the products are formed ``_GRAM_BYTES`` at a time.
 GRAM_MIN_CLUSTERS = 64
@@ -507,6 +522,19 @@ def _column(rows, r, first, direct):
 
 
 @njit(inline="always")
+def _product_entry(out, shifted, j, c, fused):
+    """Entry ``(j, c)`` of :func:`_screen_block`'s product in float64: ``out[j, c]``, or where
+    ``fused`` (``out`` the block of shifted rows, (d, w)) the dot of ``shifted[j]`` and column
+    ``c`` of ``out``, summed in float64 (within the screen's bound: see :func:`screen_eps`)."""
+    if not fused:
+        return np.float64(out[j, c])
+    acc = 0.0
+    for f in range(out.shape[0]):
+        acc += np.float64(out[f, c]) * np.float64(shifted[j, f])
+    return acc
+
+
+@njit(inline="always")
 def _row_bounds(screen, direct, nx, x_norm, shift_root, root_max, best, nearest, d):
     """``(top, err_max, slack)`` of a row in :func:`_screen_block`: an upper bound on its squared
     distance to its best approximation's center (``nearest``: that approximation), a bound on
@@ -529,15 +557,19 @@ def _row_bounds(screen, direct, nx, x_norm, shift_root, root_max, best, nearest,
 @njit
 def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, distances, lazy,
                   sq_norms, direct):
-    """Nearest center of each row in ``rows`` (exact, lowest index on ties) through one BLAS
+    """Nearest center of each row in ``rows`` (exact, lowest index on ties) through one
     product; ``lower`` gets a lower bound on the distance to every other center.
 
     The product ``shifted @ block_t`` of the centers and the shifted rows, transposed, has one
     row per center, so the running two smallest approximations are updated across rows as vector
     lanes, branch-free. Rows of ``ROW_MAJOR_MIN_FEATURES`` or more are shifted into a row-major
     block that BLAS transposes as it packs it; narrower rows are transposed here
-    (:func:`_shift_transpose`). For 9 to 32 centers of 16 features or more (:func:`_rows_first`)
-    a row-major block is multiplied rows first and the product transposed here instead.
+    (:func:`_shift_transpose`) and screened without BLAS
+    (:func:`~fedcore.kernels.kmeans.distances.screen_fused`: the product's entries are formed in
+    vector lanes and never stored; the few a row's candidates need are formed again, in float64,
+    by :func:`_product_entry`). For 9 to 32 centers of ``ROW_MAJOR_MIN_FEATURES`` or more
+    (:func:`_rows_first`) a row-major block is multiplied rows first and the product transposed
+    here instead.
     ``direct`` (float32 rows and product, ``rows`` ascending, X's squared row norms in
     ``sq_norms``): where the rows lie close together in X, the product reads them there as they
     are (:func:`direct_eps`), and the rows between them are screened too but not used. Then the
@@ -560,6 +592,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     width = rows[m - 1] - first + 1
     direct = direct and m <= width <= m + m // _DIRECT_GAPS  # (rows ascending)
     rows_first = _rows_first(k, d)
+    fused = not direct and not rows_first and d < ROW_MAJOR_MIN_FEATURES
     shift_sq = 0.0
     if direct:  # the rows as they are: |x - s|^2 = |x|^2 - 2 x.s + |s|^2 (see direct_eps)
         out = _product_of_rows(X, screen.shifted, first, first + width)  # (k, width)
@@ -579,10 +612,18 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
             out = np.dot(screen.shifted, block.T)  # (k, m)
         width = m
         constant = screen.norms_p
-    else:
-        block_t = np.empty((d, m), dtype=screen.shifted.dtype)
-        _shift_transpose(X, rows, screen.shift, block_t, norms)
-        out = np.dot(screen.shifted, block_t)  # (k, m)
+    else:  # fused: out is the block of shifted rows (d, w), the product formed as it is read
+        group = SCREEN_BYTES // screen.shifted.itemsize
+        out = np.empty((d, max(m, group)), dtype=screen.shifted.dtype)
+        if d >= FUSED_SHIFT_ROWS_MIN:
+            block = np.empty((m, d), dtype=screen.shifted.dtype)
+            _shift_rows(X, rows, screen.shift, block, norms)
+            transpose_rows(block, row_range(0, m), out, out.shape[1])
+        else:
+            _shift_transpose(X, rows, screen.shift, out, norms)
+            for f in range(d):  # (a block of fewer rows padded to a group of lanes)
+                for c in range(m, out.shape[1]):
+                    out[f, c] = 0.0
         width = m
         constant = screen.norms_p
     # The two smallest approximations in the product's precision (see screen_eps), one column
@@ -590,7 +631,12 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     norms_p, m1, m2, j1 = scratch.norms_p, scratch.best, scratch.second, scratch.arg
     for c in range(width):
         norms_p[c] = norms[c]
-    smallest_two(out, norms_p, constant, m1, m2, j1)
+    if fused:
+        for c in range(width, out.shape[1]):
+            norms_p[c] = 0.0
+        screen_fused(out, screen.shifted, norms_p, constant, m1, m2, j1)
+    else:
+        smallest_two(out, norms_p, constant, m1, m2, j1)
     root_max = 0.0
     for j in range(k):
         root_max = max(root_max, screen.roots[j])
@@ -665,7 +711,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
             starts[q1 - q0] = n_cand
             for j in range(k):
                 offset = screen.offsets[j] if direct else screen.norms[j]
-                approx = nx - 2.0 * np.float64(out[j, c]) + offset
+                approx = nx - 2.0 * _product_entry(out, screen.shifted, j, c, fused) + offset
                 if approx - err_max <= top:
                     cand[n_cand] = j
                     slot[n_cand] = -1
