@@ -94,10 +94,16 @@ _SMALL_MIN_ROWS = 32
 # 0.91-0.95; d = 5, k = 200: 0.93-0.97; from 32 features at any k: d = 32, k = 10: 0.76-0.94; d =
 # 32, 40 and 50, k = 2 to 7: 0.50-0.92; d = 100 and 784, k = 5: 0.24 and 0.17 (784, k = 2: 0.21).
 # Exact-scan winners left to the screen: d = 3, k = 128 to 200 (1.11-1.15), d = 16 and 20, k = 24
-# (1.06-1.12).
+# (1.06-1.12). Those were BLAS products; below 32 features the screen is now fused (see
+# ROW_MAJOR_MIN_FEATURES), and from 2 features. lloyd_run, 10 iterations, 1e5 rows, screen
+# against exact scan in one process (speed-ups, > 1: the screen faster): d = 2, k = 1000
+# uniform float32 and blobs float64 1.54x and 1.55x; k = 200 float32 and float64 1.12x and 1.15x;
+# k = 50: 0.89x; d = 3, k = 50: 0.92x, k = 100 float64: 1.08x; d = 5, k = 40: 0.94x; d = 8, k =
+# 100 float64: 1.32x; d = 10, k = 10 and 20: 0.58x and 0.72x, k = 40: 0.94x (blobs 0.98x), k =
+# 64 float64: 1.14x; d = 16, 20 and 24, k = 10, 5 and 10: 0.67x, 0.71x and 0.75x.
 SCREEN_MIN_WORK = 384
 SCREEN_MIN_CLUSTERS = 8
-SCREEN_MIN_FEATURES = 3
+SCREEN_MIN_FEATURES = 2
 SCREEN_WIDE_FEATURES = 32
 # From this many features the screen shifts rows into a row-major block (contiguous, vectorized)
 # and BLAS transposes it; below, the block is transposed here, four rows at a time (measured
