@@ -1139,18 +1139,19 @@ def test_screen_lanes_equal_the_fused_reference(d, k, groups, dtype, grid, seed)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("extra", [0, 1, 5, 64 + 7])
 def test_screen_fused_covers_every_column(dtype, extra):
-    """screen_fused covers every column, bit for bit: a whole number of groups of lanes, and a
-    last group that ends at the last column and redoes some of the one before it."""
+    """screen_fused covers every column it is given, bit for bit: a whole number of groups of
+    lanes, and a last group that ends at the last column and redoes some of the one before it;
+    the block's columns after them (a wider stride) are not screened."""
     rng = np.random.default_rng(extra + 200)
     w = SCREEN_BYTES // np.dtype(dtype).itemsize + extra
-    block_t, shifted, norms, constant = _fused_problem(rng, 3, 5, w, dtype, True)
-    best, second = np.full(w, np.nan, dtype=dtype), np.full(w, np.nan, dtype=dtype)
-    arg = np.full(w, -7, dtype=np.int32)
-    screen_fused(block_t, shifted, norms, constant, best, second, arg)
+    pad = 5
+    block_t, shifted, norms, constant = _fused_problem(rng, 3, 5, w + pad, dtype, True)
+    best, second = np.full(w + pad, -7, dtype=dtype), np.full(w + pad, -7, dtype=dtype)
+    arg = np.full(w + pad, -7, dtype=np.int32)
+    screen_fused(block_t, shifted, norms, constant, best, second, arg, w)
     expected = screen_smallest_two_reference(fused_product_reference(block_t, shifted), norms,
                                              constant)
-    for got, want in zip((best, second, arg), expected):
-        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    _assert_called_columns((best, second, arg), expected, [0], w)
 
 
 @numba.njit

@@ -575,14 +575,13 @@ def screen_lanes(typingctx, block_t, shifted, norms, constant, start, best, seco
 
 
 @njit
-def screen_fused(block_t, shifted, norms, constant, best, second, arg):
-    """OUT, for every column ``c`` of ``block_t`` (d, w): ``best[c]``, ``second[c]`` and
-    ``arg[c]`` of :func:`screen_lanes` (the two smallest screened approximations and the first
-    center at the smallest), groups of ``SCREEN_BYTES // itemsize`` columns a call, the last
-    group ending at the last column (it may redo columns of the one before: the same values).
-    The caller guarantees ``w >= SCREEN_BYTES // itemsize`` (a narrower block is padded) and the
-    types and sizes of :func:`screen_lanes`."""
-    w = block_t.shape[1]
+def screen_fused(block_t, shifted, norms, constant, best, second, arg, w):
+    """OUT, for the first ``w`` columns ``c`` of ``block_t`` (d, >= w): ``best[c]``,
+    ``second[c]`` and ``arg[c]`` of :func:`screen_lanes` (the two smallest screened
+    approximations and the first center at the smallest), groups of ``SCREEN_BYTES // itemsize``
+    columns a call, the last group ending at column ``w - 1`` (it may redo columns of the one
+    before: the same values). The caller guarantees ``w >= SCREEN_BYTES // itemsize`` (a
+    narrower block is padded) and the types and sizes of :func:`screen_lanes`."""
     group = SCREEN_BYTES // block_t.itemsize
     c = 0
     while c + group < w:
