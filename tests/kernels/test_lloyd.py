@@ -369,7 +369,7 @@ def rows_of_kind(kind, rng, n, d, k):
 @st.composite
 def _screening_problems(draw):
     """Tie-heavy or far-from-origin rows (cancellation in |x|^2 - 2 x.c + |c|^2), duplicates;
-    rows narrow and wide enough for both of the screen's layouts (``ROW_MAJOR_MIN_FEATURES``),
+    rows narrow and wide enough for the fused and the BLAS screen (``FUSED_MAX_FEATURES``),
     and few and many enough centers for both orientations of its product (``ROWS_FIRST_*``)."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     n, d, k = draw(st.integers(1, 120)), draw(st.integers(1, 100)), draw(st.integers(1, 40))
@@ -821,15 +821,16 @@ def test_screen_in_other_blocks_equals_the_plain_scan(k, d, dtype):
 
 
 @pytest.mark.parametrize("lazy", [False, True])
-@pytest.mark.parametrize("direct, d", [(False, 50), (True, 50), (False, 20)])
+@pytest.mark.parametrize("direct, d", [(False, 80), (True, 50), (False, 20)])
 def test_screen_holds_its_contract_for_groups_of_ambiguous_rows(monkeypatch, direct, d, lazy):
     """The screen's contract: exact labels (lowest index on ties) and distances (upper bounds on
     the distance where lazy), and ``lower`` at most the distance to every other center. Float32
     products of rows at two scales (near the origin and 300 away, shuffled, each with its own
     error allowance), around near-duplicate centers, so that many rows have several candidates:
     their exact distances are computed a group of rows at a time, several groups per block
-    (asserted by running the screen as Python, with the same labels as compiled). Rows of 20
-    features take the fused screen (no BLAS product; the candidates' entries formed on demand)."""
+    (asserted by running the screen as Python, with the same labels as compiled). Rows of 80
+    features are multiplied by BLAS; of 20, fused (no product stored; the candidates' entries
+    formed on demand)."""
     from fedcore.kernels.kmeans import lloyd
     from fedcore.kernels.kmeans.distances import own_distance
     rng = np.random.default_rng(11)

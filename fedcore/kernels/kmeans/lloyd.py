@@ -94,8 +94,8 @@ _SMALL_MIN_ROWS = 32
 # 0.91-0.95; d = 5, k = 200: 0.93-0.97; from 32 features at any k: d = 32, k = 10: 0.76-0.94; d =
 # 32, 40 and 50, k = 2 to 7: 0.50-0.92; d = 100 and 784, k = 5: 0.24 and 0.17 (784, k = 2: 0.21).
 # Exact-scan winners left to the screen: d = 3, k = 128 to 200 (1.11-1.15), d = 16 and 20, k = 24
-# (1.06-1.12). Those were BLAS products; below 32 features the screen is now fused (see
-# ROW_MAJOR_MIN_FEATURES), and from 2 features. lloyd_run, 10 iterations, 1e5 rows, screen
+# (1.06-1.12). Those were BLAS products; up to 64 features the screen is now fused (see
+# FUSED_MAX_FEATURES), and from 2 features. lloyd_run, 10 iterations, 1e5 rows, screen
 # against exact scan in one process (speed-ups, > 1: the screen faster): d = 2, k = 1000
 # uniform float32 and blobs float64 1.54x and 1.55x; k = 200 float32 and float64 1.12x and 1.15x;
 # k = 50: 0.89x; d = 3, k = 50: 0.92x, k = 100 float64: 1.08x; d = 5, k = 40: 0.94x; d = 8, k =
@@ -105,16 +105,21 @@ SCREEN_MIN_WORK = 384
 SCREEN_MIN_CLUSTERS = 8
 SCREEN_MIN_FEATURES = 2
 SCREEN_WIDE_FEATURES = 32
-# From this many features the screen shifts rows into a row-major block (contiguous, vectorized)
-# and BLAS transposes it; below, the block is transposed here, four rows at a time (measured
-# from d = 10 to 784, k = 10 to 100: BLAS's transposed operand costs more on narrow rows), and
-# screened without BLAS (fedcore.kernels.kmeans.distances.screen_fused: each product entry a
-# chain of fused multiply-adds in vector lanes, taken straight into the two smallest, never
-# stored). Against the BLAS product and smallest_two, one thread, 256 rows, ns per entry,
-# float32: d = 2, 10, 20, 30, k = 1000: 0.134 -> 0.046, 0.252 -> 0.115, 0.408 -> 0.205, 0.549 ->
-# 0.283; k = 20: 0.181 -> 0.064, 0.408 -> 0.133, 0.699 -> 0.219, 0.979 -> 0.300; float64, k =
-# 1000: 0.349 -> 0.099, 0.550 -> 0.225, 0.852 -> 0.427, 1.189 -> 1.019.
-ROW_MAJOR_MIN_FEATURES = 32
+# Up to this many features the screen forms its product without BLAS
+# (fedcore.kernels.kmeans.distances.screen_fused: each entry a chain of fused multiply-adds in
+# vector lanes, taken straight into the two smallest, never stored); wider rows are shifted into
+# a row-major block that BLAS transposes as it packs it. Against the BLAS product of transposed
+# rows and smallest_two, one thread, 256 rows, ns per entry, float32: d = 2, 10, 20, 30, k =
+# 1000: 0.134 -> 0.046, 0.252 -> 0.115, 0.408 -> 0.205, 0.549 -> 0.283; k = 20: 0.181 -> 0.064,
+# 0.408 -> 0.133, 0.699 -> 0.219, 0.979 -> 0.300; float64, k = 1000: 0.349 -> 0.099, 0.550 ->
+# 0.225, 0.852 -> 0.427, 1.189 -> 1.019 (0.58 with the block's stride padded). lloyd_run, 10
+# iterations, uniform 1e5 float32 rows unless stated, fused against the row-major BLAS product
+# (rows first for 9 to 32 centers): d = 32, k = 10: 1.04x; d = 40, k = 16: 1.06x; d = 50, k =
+# 10, 100 and 1000: 1.04x, 1.09x, 1.06x (float64 rows 1.01x, 1.09x; blobs 1.02x, 1.07x, 1.08x);
+# d = 64, k = 10 and 100: 0.99x, 1.10x (float64 rows, k = 1000: 1.02x); d = 80, k = 100: 1.00x;
+# d = 96, k = 10, 100 and 1000: 0.96x, 1.07x, 0.93x; d = 128, k = 10, 100 and 1000: 0.95x,
+# 1.00x, 0.92x; d = 256, k = 100: 0.60x.
+FUSED_MAX_FEATURES = 64
 # From this many features the fused screen's rows are shifted into a row-major block (vectorized)
 # and transposed eight rows at a time in registers (transpose_rows); narrower rows are shifted and
 # transposed at once, four rows at a time. lloyd_run, 10 iterations, uniform 1e5 rows, the first
@@ -122,8 +127,8 @@ ROW_MAJOR_MIN_FEATURES = 32
 # 1.07x; d = 10, k = 100 float32 1.03x, k = 1000 1.01x; d = 8, k = 100 float64 1.02x; d = 6,
 # k = 100, d = 5, k = 200 and d = 3, k = 200 float32: 0.97x, 0.98x, 0.97x.
 FUSED_SHIFT_ROWS_MIN = 8
-# From 9 to 32 centers and from ROW_MAJOR_MIN_FEATURES features (narrower rows: the fused screen;
-# the rows-first product was measured from 16), a block of shifted rows is multiplied rows first
+# From 9 to 32 centers and more than FUSED_MAX_FEATURES features (narrower rows: the fused
+# screen; the rows-first product was measured from 16), a block of shifted rows is multiplied rows first
 # (``block @ shifted.T``, one row of the product per row of X) and the small product transposed
 # here: OpenBLAS runs such skinny products faster that way round. One thread, 1e5 float32 rows
 # in blocks of 128, product and transpose: d = 50, k = 16: 1.54 -> 0.78 ms; d = 128: 4.2 -> 2.6
@@ -133,7 +138,7 @@ FUSED_SHIFT_ROWS_MIN = 8
 # it is) 2-5% slower at d = 128 and 384.
 ROWS_FIRST_MIN_CLUSTERS = 9
 ROWS_FIRST_MAX_CLUSTERS = 32
-ROWS_FIRST_MIN_FEATURES = 32
+ROWS_FIRST_MIN_FEATURES = FUSED_MAX_FEATURES + 1
 # From this many centers and features their separations are screened by BLAS products (measured
 # from k = 16 to 1000, d = 2 to 784); the products are formed ``_GRAM_BYTES`` at a time.
 GRAM_MIN_CLUSTERS = 64
@@ -568,12 +573,12 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
 
     The product ``shifted @ block_t`` of the centers and the shifted rows, transposed, has one
     row per center, so the running two smallest approximations are updated across rows as vector
-    lanes, branch-free. Rows of ``ROW_MAJOR_MIN_FEATURES`` or more are shifted into a row-major
+    lanes, branch-free. Rows of more than ``FUSED_MAX_FEATURES`` are shifted into a row-major
     block that BLAS transposes as it packs it; narrower rows are transposed here
-    (:func:`_shift_transpose`) and screened without BLAS
+    (``FUSED_SHIFT_ROWS_MIN``) and screened without BLAS
     (:func:`~fedcore.kernels.kmeans.distances.screen_fused`: the product's entries are formed in
     vector lanes and never stored; the few a row's candidates need are formed again, in float64,
-    by :func:`_product_entry`). For 9 to 32 centers of ``ROW_MAJOR_MIN_FEATURES`` or more
+    by :func:`_product_entry`). For 9 to 32 centers of more than ``FUSED_MAX_FEATURES``
     (:func:`_rows_first`) a row-major block is multiplied rows first and the product transposed
     here instead.
     ``direct`` (float32 rows and product, ``rows`` ascending, X's squared row norms in
@@ -598,7 +603,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     width = rows[m - 1] - first + 1
     direct = direct and m <= width <= m + m // _DIRECT_GAPS  # (rows ascending)
     rows_first = _rows_first(k, d)
-    fused = not direct and not rows_first and d < ROW_MAJOR_MIN_FEATURES
+    fused = not direct and d <= FUSED_MAX_FEATURES
     shift_sq = 0.0
     cols = m  # (the fused block's columns screened)
     if direct:  # the rows as they are: |x - s|^2 = |x|^2 - 2 x.s + |s|^2 (see direct_eps)
@@ -609,7 +614,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
             cross = _dot_shift(X, first + c, screen.shift)
             norms[c] = (sq_norms[first + c] - 2.0 * cross) + shift_sq
         constant = screen.offsets_p
-    elif rows_first or d >= ROW_MAJOR_MIN_FEATURES:  # a row-major block
+    elif not fused:  # a row-major block
         block = np.empty((m, d), dtype=screen.shifted.dtype)
         _shift_rows(X, rows, screen.shift, block, norms)
         if rows_first:  # rows by centers, transposed here
