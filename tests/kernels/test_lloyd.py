@@ -884,6 +884,33 @@ def test_screen_holds_its_contract_for_groups_of_ambiguous_rows(monkeypatch, dir
     assert (lower > 0.0).mean() > 0.5  # (bounds that say something)
 
 
+@pytest.mark.parametrize("d", [5, 32])
+def test_fused_block_fits_the_scratch_of_blocks_read_directly(d):
+    """Blocks read directly from X are as few as 33-56 rows (19 to 31 centers); a block of such
+    an E-step that falls back to shifted rows (here: rows too far apart in X) is fused and padded
+    to a group of lanes (64 float32 columns), which its scratch must hold. Run as Python
+    (bounds-checked), the block labels every row as the exact scan does."""
+    from fedcore.kernels.kmeans import lloyd
+    from fedcore.kernels.kmeans.distances import own_distance
+    rng = np.random.default_rng(3)
+    k = 24
+    X = rng.random((300, d)).astype(np.float32)
+    centers = rng.random((k, d))
+    screen = lloyd.make_screen(d, k, True, True)
+    lloyd._refresh_screen(centers, screen)
+    rb = lloyd._screen_rows(k, d, True)
+    assert rb < SCREEN_BYTES // 4  # (fewer rows than a group of float32 lanes)
+    scratch = lloyd._screen_scratch(rb, screen.shifted)
+    rows = np.arange(0, 3 * rb, 3, dtype=np.int64)  # (spread: not read directly)
+    labels, lower, dist = np.zeros(300, dtype=np.int64), np.zeros(300), np.full(300, np.nan)
+    sq_norms = (X.astype(np.float64) ** 2).sum(axis=1)
+    lloyd._screen_block.py_func(X, rows, np.full(rb, -1.0), centers, screen, scratch, labels,
+                                lower, dist, False, sq_norms, True)
+    exact = np.array([[own_distance(X, i, centers, j) for j in range(k)] for i in rows])
+    np.testing.assert_array_equal(labels[rows], exact.argmin(axis=1))
+    np.testing.assert_array_equal(dist[rows], exact.min(axis=1))
+
+
 def test_one_blas_thread_restores_the_limits_whatever_order_contexts_leave_in():
     """Overlapping contexts (as from fits or predictions in two threads) leaving in the order
     they entered: BLAS stays at one thread until the last leaves, then has its limits back."""

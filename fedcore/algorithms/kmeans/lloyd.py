@@ -46,8 +46,9 @@ def assign(X: np.ndarray, centers: ArrayLike,
     index on ties; exact distances).
 
     Where Lloyd screens and the work pays (``_ASSIGN_SCREEN_*``), one E-step of Lloyd's kernel (a
-    BLAS product, then exact distances to the candidates it leaves: the same labels and
-    distances; BLAS held to one thread meanwhile, process-wide); else the exact scan
+    product, by BLAS beyond 64 features, then exact distances to the candidates it leaves: the
+    same labels and distances; BLAS held to one thread meanwhile, process-wide); else the exact
+    scan
     (:func:`~fedcore.kernels.kmeans.distances.assign_nearest`).
 
     ``scale``: :func:`~fedcore._validation.max_abs` of X when the caller has it (else the screen
@@ -87,7 +88,8 @@ def weighted_lloyd(X, weights, centers, max_iter, tol, scale=None):
     Returns (centers, labels, inertia, n_iter).
 
     Runs :func:`fedcore.kernels.kmeans.lloyd.lloyd_run`: exact distance bounds skip rows whose
-    nearest center cannot change and a BLAS screen rules out far centers, with results equal to
+    nearest center cannot change and a screen (a product and a rounding bound) rules out far
+    centers, with results equal to
     plain Lloyd bit for bit; empty clusters take the farthest rows; stops on unchanged labels, a
     squared center shift <= ``tol`` (absolute) or ``max_iter``. ``scale``: :func:`max_abs` of X,
     when the caller has it (else one more pass over X).
@@ -200,9 +202,10 @@ class KMeans(BaseEstimator):
     takes the positive-weight row farthest from its assigned center (ties: lowest row index).
     Distances are exact sums of squared differences (no expanded form), in float64. Rows whose
     label the bounds of [Hamerly] prove keep it, with no distance computed until the last E-step;
-    from 32 features (and 2 clusters), or from 8 clusters, 3 features and d * k >= 384, the others
-    are screened with a float32 BLAS product and a rigorous rounding bound, and exact distances
-    are computed to the few candidates only: same results as the plain scan.
+    from 32 features (and 2 clusters), or from 8 clusters, 2 features and d * k >= 384, the others
+    are screened with a float32 product (formed in vector lanes up to 64 features, by BLAS beyond)
+    and a rigorous rounding bound, and exact distances are computed to the few candidates only:
+    same results as the plain scan.
 
     Examples
     --------

@@ -13,13 +13,15 @@ which distances need computing, never their values:
   distance first, then a tighter one (with a screen, :func:`_own_upper`, the sum in any order
   raised by its rounding bound; without, the exact distance), and skip the exact distance where
   the bounds, or the screen, prove the label.
-* **Screening** (:class:`Screen`): the rows that remain are gathered into blocks of
-  ``BLOCK_ROWS`` (``MID_BLOCK_ROWS`` or ``BIG_BLOCK_ROWS`` for more centers), shifted by the mean
-  of the centers and multiplied by the centers with one BLAS product (float32 ``sgemm`` by
-  default). ``|x|^2 - 2 x.c + |c|^2`` is within a rigorous rounding bound of the exact kernel's
-  distance (see :func:`screen_eps`); only centers whose interval can reach the smallest upper
-  bound get their exact distance, and every exact minimum is among them, so the label (lowest
-  index on ties) and its distance are the exact scan's, bit for bit.
+* **Screening** (:class:`Screen`): the rows that remain are gathered into blocks of ``BLOCK_ROWS``
+  (``MID_BLOCK_ROWS`` or ``BIG_BLOCK_ROWS`` for more centers), shifted by the mean of the centers
+  and multiplied by the centers (float32 by default): up to ``FUSED_MAX_FEATURES`` features in
+  vector lanes, each entry taken straight into the row's two smallest approximations
+  (:func:`~fedcore.kernels.kmeans.distances.screen_fused`), beyond that with one BLAS product
+  (``sgemm``). ``|x|^2 - 2 x.c + |c|^2`` is within a rigorous rounding bound of the exact kernel's
+  distance (see :func:`screen_eps`); only centers whose interval can reach the smallest upper bound
+  get their exact distance, and every exact minimum is among them, so the label (lowest index on
+  ties) and its distance are the exact scan's, bit for bit.
   Wide float32 rows (``DIRECT_MIN_FEATURES``) are not shifted: the product reads them from X as
   they are, their norms taken once per run, under the bound of :func:`direct_eps`.
 
@@ -83,7 +85,7 @@ MID_BLOCK_MIN_CLUSTERS = 32
 _SMALL_ENTRIES = 1200
 _SMALL_WORK = 10 ** 6
 _SMALL_MIN_ROWS = 32
-# Screen with BLAS from 2 centers of SCREEN_WIDE_FEATURES features, and from SCREEN_MIN_CLUSTERS
+# Screen from 2 centers of SCREEN_WIDE_FEATURES features, and from SCREEN_MIN_CLUSTERS
 # centers of SCREEN_MIN_FEATURES features where features x centers reach SCREEN_MIN_WORK;
 # elsewhere the exact scan (nearest_lanes, lazy E-steps) is faster. lloyd_run, 10 iterations,
 # 1e5 uniform and blobs rows (median of 4 to 6 calls, screen / exact): d = 2, k = 100 to 1000:
@@ -127,15 +129,15 @@ FUSED_MAX_FEATURES = 64
 # 1.07x; d = 10, k = 100 float32 1.03x, k = 1000 1.01x; d = 8, k = 100 float64 1.02x; d = 6,
 # k = 100, d = 5, k = 200 and d = 3, k = 200 float32: 0.97x, 0.98x, 0.97x.
 FUSED_SHIFT_ROWS_MIN = 8
-# From 9 to 32 centers and more than FUSED_MAX_FEATURES features (narrower rows: the fused
-# screen; the rows-first product was measured from 16), a block of shifted rows is multiplied rows first
+# From 9 to 32 centers and more than FUSED_MAX_FEATURES features (narrower rows: the fused screen;
+# the rows-first product was measured from 16), a block of shifted rows is multiplied rows first
 # (``block @ shifted.T``, one row of the product per row of X) and the small product transposed
-# here: OpenBLAS runs such skinny products faster that way round. One thread, 1e5 float32 rows
-# in blocks of 128, product and transpose: d = 50, k = 16: 1.54 -> 0.78 ms; d = 128: 4.2 -> 2.6
-# ms; d = 384: 11.0 -> 6.9 ms. lloyd_run, 10 iterations, uniform 1e5 rows: d = 50, k = 10
-# float32 and float64 13% and 8% faster, k = 32 15%; d = 128, k = 16 and 32 15-20%; d = 24,
-# k = 16 13%; d = 16, k = 10 and k = 48 to 64 within noise; k = 8 (a product BLAS runs fast as
-# it is) 2-5% slower at d = 128 and 384.
+# here: OpenBLAS runs such skinny products faster that way round. One thread, 1e5 float32 rows in
+# blocks of 128, product and transpose: d = 50, k = 16: 1.54 -> 0.78 ms; d = 128: 4.2 -> 2.6 ms; d
+# = 384: 11.0 -> 6.9 ms. lloyd_run, 10 iterations, uniform 1e5 rows: d = 50, k = 10 float32 and
+# float64 13% and 8% faster, k = 32 15%; d = 128, k = 16 and 32 15-20%; d = 24, k = 16 13%; d = 16,
+# k = 10 and k = 48 to 64 within noise; k = 8 (a product BLAS runs fast as it is) 2-5% slower at d
+# = 128 and 384.
 ROWS_FIRST_MIN_CLUSTERS = 9
 ROWS_FIRST_MAX_CLUSTERS = 32
 ROWS_FIRST_MIN_FEATURES = FUSED_MAX_FEATURES + 1
@@ -422,7 +424,8 @@ def _refresh_screen(centers, screen):
 class ScreenScratch(NamedTuple):
     """Scratch of the screen (:func:`_screen_block`), one entry per row of a block
     (``BLOCK_ROWS``), or per column of its product (a block read directly from X spans up to
-    1/``_DIRECT_GAPS`` more rows): per column, the rows' squared norms (float64, and rounded to
+    1/``_DIRECT_GAPS`` more rows; a fused block has at least one group of lanes; see
+    :func:`_screen_scratch`): per column, the rows' squared norms (float64, and rounded to
     the product's precision), the two smallest approximations (in the product's precision) and
     the first center at the smallest (int32); per row, their exact distances to the best
     approximation, the rows whose exact distance to it is not yet known (``todo``: their
@@ -453,6 +456,26 @@ class ScreenScratch(NamedTuple):
     errs: np.ndarray
     slacks: np.ndarray
     starts: np.ndarray
+
+
+@njit(inline="always")
+def _screen_scratch(rb, shifted):
+    """The :class:`ScreenScratch` of blocks of up to ``rb`` rows screened against the centers of
+    ``shifted`` (:class:`Screen`; its dtype is the product's). Per column: ``rb`` and the gaps a
+    block read directly may span, and at least one group of lanes of the fused screen (a block
+    of fewer rows is padded to one: ``SCREEN_BYTES``)."""
+    dtype = shifted.dtype
+    cols = max(rb + rb // _DIRECT_GAPS, SCREEN_BYTES // shifted.itemsize)
+    cap = shifted.shape[0] + _CANDIDATES
+    return ScreenScratch(np.empty(cols), np.empty(cols, dtype=dtype), np.empty(rb),
+                         np.empty(cols, dtype=dtype), np.empty(cols, dtype=dtype),
+                         np.empty(cols, dtype=np.int32), np.empty(rb, dtype=np.int64),
+                         np.empty(rb, dtype=np.int64), np.empty(rb, dtype=np.int32),
+                         np.empty(rb), np.empty(cap, dtype=np.int64),
+                         np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
+                         np.empty(cap), np.empty(cap, dtype=np.int64),
+                         np.empty(rb, dtype=np.int64), np.empty(rb), np.empty(rb),
+                         np.empty(rb), np.empty(rb + 1, dtype=np.int64))
 
 
 class Nearest(NamedTuple):
@@ -575,7 +598,8 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     row per center, so the running two smallest approximations are updated across rows as vector
     lanes, branch-free. Rows of more than ``FUSED_MAX_FEATURES`` are shifted into a row-major
     block that BLAS transposes as it packs it; narrower rows are transposed here
-    (``FUSED_SHIFT_ROWS_MIN``) and screened without BLAS
+    (four at a time, or from ``FUSED_SHIFT_ROWS_MIN`` features shifted row-major and transposed
+    eight at a time) and screened without BLAS
     (:func:`~fedcore.kernels.kmeans.distances.screen_fused`: the product's entries are formed in
     vector lanes and never stored; the few a row's candidates need are formed again, in float64,
     by :func:`_product_entry`). For 9 to 32 centers of more than ``FUSED_MAX_FEATURES``
@@ -900,20 +924,8 @@ def _estep_rows(X, centers, centers_t, screen, half_sep, margin, start, stop, la
             q -= 1
     m += failed
     if screen is not None:
-        dtype = screen.shifted.dtype
-        k = centers.shape[0]
-        rb = _screen_rows(k, X.shape[1], direct)
-        cols = rb + rb // _DIRECT_GAPS  # a block read directly may span gaps
-        cap = k + _CANDIDATES
-        scratch = ScreenScratch(np.empty(cols), np.empty(cols, dtype=dtype), np.empty(rb),
-                                np.empty(cols, dtype=dtype), np.empty(cols, dtype=dtype),
-                                np.empty(cols, dtype=np.int32), np.empty(rb, dtype=np.int64),
-                                np.empty(rb, dtype=np.int64), np.empty(rb, dtype=np.int32),
-                                np.empty(rb), np.empty(cap, dtype=np.int64),
-                                np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
-                                np.empty(cap), np.empty(cap, dtype=np.int64),
-                                np.empty(rb, dtype=np.int64), np.empty(rb), np.empty(rb),
-                                np.empty(rb), np.empty(rb + 1, dtype=np.int64))
+        rb = _screen_rows(centers.shape[0], X.shape[1], direct)
+        scratch = _screen_scratch(rb, screen.shifted)
         for b in range(0, m, rb):
             e = min(m, b + rb)
             direct = _screen_block(X, pending[b:e], known[b:e], centers, screen, scratch,
