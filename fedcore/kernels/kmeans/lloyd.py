@@ -555,17 +555,20 @@ def _column(rows, r, first, direct):
     return rows[r] - first if direct else r
 
 
-@njit(inline="always")
-def _product_entry(out, shifted, j, c, fused):
-    """Entry ``(j, c)`` of :func:`_screen_block`'s product in float64: ``out[j, c]``, or where
-    ``fused`` (``out`` the block of shifted rows, (d, w)) the dot of ``shifted[j]`` and column
-    ``c`` of ``out``, summed in float64 (within the screen's bound: see :func:`screen_eps`)."""
-    if not fused:
-        return np.float64(out[j, c])
-    acc = 0.0
-    for f in range(out.shape[0]):
-        acc += np.float64(out[f, c]) * np.float64(shifted[j, f])
-    return acc
+@njit(fastmath={"reassoc", "contract"})
+def _fused_column(block_t, shifted, c, x, column):
+    """OUT ``column[j]``: the dot of ``shifted[j]`` and column ``c`` of the fused screen's block
+    of shifted rows ``block_t`` (d, w), in float64, summed in any order (within the screen's
+    bound: see :func:`screen_eps`), for every center ``j``; ``x`` (d,): scratch for the
+    column, so that each dot is a vectorized loop over contiguous features."""
+    d = block_t.shape[0]
+    for f in range(d):
+        x[f] = block_t[f, c]
+    for j in range(shifted.shape[0]):
+        acc = 0.0
+        for f in range(d):
+            acc += x[f] * np.float64(shifted[j, f])
+        column[j] = acc
 
 
 @njit(inline="always")
@@ -602,7 +605,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     eight at a time) and screened without BLAS
     (:func:`~fedcore.kernels.kmeans.distances.screen_fused`: the product's entries are formed in
     vector lanes and never stored; the few a row's candidates need are formed again, in float64,
-    by :func:`_product_entry`). For 9 to 32 centers of more than ``FUSED_MAX_FEATURES``
+    by :func:`_fused_column`). For 9 to 32 centers of more than ``FUSED_MAX_FEATURES``
     (:func:`_rows_first`) a row-major block is multiplied rows first and the product transposed
     here instead.
     ``direct`` (float32 rows and product, ``rows`` ascending, X's squared row norms in
@@ -735,6 +738,8 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     # of rows in ascending order, their distances side by side (own_distances), then each row's
     # first smallest. ``slot``: a candidate's place among those computed (-1: known).
     starts, slot = scratch.starts, scratch.slot
+    again = fused and n_amb > 0  # (the fused product's entries of such rows formed again)
+    x_col, column = np.empty(d if again else 0), np.empty(k if again else 0)
     q0 = 0
     while q0 < n_amb:
         n_cand = 0
@@ -749,9 +754,12 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
             top = tops[q1]
             err_max = errs[q1]
             starts[q1 - q0] = n_cand
+            if fused:  # (the row's entries of the product, formed again)
+                _fused_column(out, screen.shifted, c, x_col, column)
             for j in range(k):
                 offset = screen.offsets[j] if direct else screen.norms[j]
-                approx = nx - 2.0 * _product_entry(out, screen.shifted, j, c, fused) + offset
+                p = column[j] if fused else np.float64(out[j, c])
+                approx = nx - 2.0 * p + offset
                 if approx - err_max <= top:
                     cand[n_cand] = j
                     slot[n_cand] = -1
