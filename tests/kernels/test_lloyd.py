@@ -1165,6 +1165,23 @@ def test_screen_lanes_equal_the_fused_reference(d, k, groups, dtype, grid, seed)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d, k", [(8, 7), (33, 3), (64, 5)])
+def test_screen_lanes_of_wide_rows_equal_the_fused_reference(dtype, d, k):
+    """As test_screen_lanes_equal_the_fused_reference, for rows of up to FUSED_MAX_FEATURES
+    features and an odd number of centers: one group of lanes, normal values."""
+    rng = np.random.default_rng(d)
+    group = SCREEN_BYTES // np.dtype(dtype).itemsize
+    block_t, shifted, norms, constant = _fused_problem(rng, d, k, group, dtype, False)
+    best, second = np.full(group, -7, dtype=dtype), np.full(group, -7, dtype=dtype)
+    arg = np.full(group, -7, dtype=np.int32)
+    _screen_lanes_at(block_t, shifted, norms, constant, np.zeros(1, dtype=np.int64), best,
+                     second, arg)
+    expected = screen_smallest_two_reference(fused_product_reference(block_t, shifted), norms,
+                                             constant)
+    _assert_called_columns((best, second, arg), expected, [0], group)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("extra", [0, 1, 5, 64 + 7])
 def test_screen_fused_covers_every_column(dtype, extra):
     """screen_fused covers every column it is given, bit for bit: a whole number of groups of
