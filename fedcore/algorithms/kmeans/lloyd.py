@@ -29,14 +29,22 @@ __all__ = ["KMeans", "assign"]
 
 
 # assign runs one screened E-step of Lloyd's kernel where Lloyd would screen, for at least this
-# many rows, and features x centers of at least this much or rows wider than the exact scan's
-# lanes take (LANES_MAX_FEATURES). The kernels alone, 1e5 uniform float64 rows, median of 7 to 9
-# calls, the exact scan against the screened E-step: k = 10, d = 32, 40, 48: 1.7, 2.4, 3.2 against
-# 3.2, 3.6, 4.0 ms; d = 56, 64: 5.9, 10.8 against 4.5, 5.5 ms; d = 48, k = 4: 2.6 against 3.6 ms;
-# d = 40, k = 100: 9.1 against 6.0 ms; d = 100, k = 10: 16.4 against 8.9 ms (rows one at a time);
-# d = 784, k = 10 and 100 (float32): 122 and 270 against 40 and 83 ms. 784 features, k = 10, by
-# rows: 16 rows 0.036 against 0.061 ms, 64 rows 0.143 against 0.090 ms.
-_ASSIGN_SCREEN_MIN_WORK = 512
+# many rows, and features x centers of at least this much or rows wider than the exact scan's lanes
+# take (LANES_MAX_FEATURES). The kernels alone, 1e5 uniform float64 rows, median of 7 to 9 calls,
+# the exact scan against the screened E-step: k = 10, d = 32, 40, 48: 1.7, 2.4, 3.2 against 3.2,
+# 3.6, 4.0 ms; d = 56, 64: 5.9, 10.8 against 4.5, 5.5 ms; d = 48, k = 4: 2.6 against 3.6 ms; d =
+# 40, k = 100: 9.1 against 6.0 ms; d = 100, k = 10: 16.4 against 8.9 ms (rows one at a time); d =
+# 784, k = 10 and 100 (float32): 122 and 270 against 40 and 83 ms. 784 features, k = 10, by rows:
+# 16 rows 0.036 against 0.061 ms, 64 rows 0.143 against 0.090 ms. Measured again with the fused
+# screen (up to 64 features; 1e5 uniform float64 rows unless stated; same labels and distances
+# asserted), median of 15 calls, screened against exact, speed-ups: d x k from 512 to 1024 mostly
+# loses (d = 32, k = 16 and 32: 0.64, 0.62; d = 64, k = 8: 0.55; d = 40, k = 16: 0.73; d = 24, k =
+# 24: 0.67; d = 10, k = 64 and 100: 0.85, 0.89; it lost at the BLAS screen too, d68c90f: 0.55,
+# 0.64, 0.56) but for 2 features (k = 256 to 1000: 1.28-1.71) and d = 16, k = 64 float32 (1.10);
+# from 1536 it wins or ties: d = 24, k = 64: 1.26; d = 48, k = 32: 0.93; d = 2, k = 800: 2.38; d =
+# 20, k = 100 float32: 1.60; d = 32, k = 64: 1.21; d = 64, k = 32: 1.47; d = 50, k = 48: 1.44; d =
+# 64, k = 64 float32: 3.16.
+_ASSIGN_SCREEN_MIN_WORK = 1536
 _ASSIGN_SCREEN_MIN_ROWS = 64
 
 

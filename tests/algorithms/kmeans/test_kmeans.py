@@ -196,9 +196,9 @@ def test_api_consistency(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("d, k, scale, screened", [(40, 2, 1.0, False), (56, 10, 1.0, True),
-                                                   (100, 3, 1.0, True), (784, 5, 1e3, True),
-                                                   (64, 9, 1e16, True)])
+@pytest.mark.parametrize("d, k, scale, screened", [(40, 2, 1.0, False), (56, 10, 1.0, False),
+                                                   (56, 30, 1.0, True), (100, 3, 1.0, True),
+                                                   (784, 5, 1e3, True), (64, 24, 1e16, True)])
 def test_assign_screened_equals_the_exact_scan(monkeypatch, dtype, d, k, scale, screened):
     """Rows are assigned through one screened E-step where it pays (at 1e16 the coordinates leave
     the float32 screen's range: a float64 screen), else by the exact scan: the labels (lowest
