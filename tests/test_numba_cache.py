@@ -64,9 +64,9 @@ from fedcore.kernels.kmeans.lloyd import _refresh_screen, lloyd_core, make_scree
 with event.install_recorder("numba:compile") as recorder:
     X = np.random.default_rng(0).random((10000, 10))
     fedcore.KMeans(8, random_state=0).fit(X)  # the first fit of the README's speed claim
-    screen = make_screen(20, 16, single=True, screen=True)  # rows first: the transpose is kept
-    assert screen.shifted_t.shape == (20, 16)
-    _refresh_screen(np.random.default_rng(1).random((16, 20)), screen)
+    screen = make_screen(80, 16, single=True, screen=True)  # rows first: the transpose is kept
+    assert screen.shifted_t.shape == (80, 16)
+    _refresh_screen(np.random.default_rng(1).random((16, 80)), screen)
     np.testing.assert_array_equal(screen.shifted_t, screen.shifted.T)
     # MUFC's recorded Lloyd and SCMA's decoding, the kernels of `fedcore run`
     centers = X[:8].copy()
