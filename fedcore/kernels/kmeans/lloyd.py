@@ -435,7 +435,9 @@ class ScreenScratch(NamedTuple):
     (``starts``); per candidate of a group of rows (``k + _CANDIDATES``), its
     center (``cand``) and its place among those whose exact distance is not yet known
     (``slot``: -1 if known), and those (``cand_rows``, ``cand_which``) and their distances
-    (``cand_exact``)."""
+    (``cand_exact``); for a fused block, a row's column of shifted coordinates (``features``,
+    float64 (d,)) and its entries of the product (``column``, float64 (k,)) formed again
+    (:func:`_fused_column`)."""
     norms: np.ndarray
     norms_p: np.ndarray
     exact: np.ndarray
@@ -456,6 +458,8 @@ class ScreenScratch(NamedTuple):
     errs: np.ndarray
     slacks: np.ndarray
     starts: np.ndarray
+    features: np.ndarray
+    column: np.ndarray
 
 
 @njit(inline="always")
@@ -475,7 +479,8 @@ def _screen_scratch(rb, shifted):
                          np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
                          np.empty(cap), np.empty(cap, dtype=np.int64),
                          np.empty(rb, dtype=np.int64), np.empty(rb), np.empty(rb),
-                         np.empty(rb), np.empty(rb + 1, dtype=np.int64))
+                         np.empty(rb), np.empty(rb + 1, dtype=np.int64),
+                         np.empty(shifted.shape[1]), np.empty(shifted.shape[0]))
 
 
 class Nearest(NamedTuple):
@@ -661,11 +666,11 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
         if d >= FUSED_SHIFT_ROWS_MIN:
             block = np.empty((m, d), dtype=screen.shifted.dtype)
             _shift_rows(X, rows, screen.shift, block, norms)
-            transpose_rows(block, row_range(0, m), out, out.shape[1])
+            transpose_rows(block, row_range(0, m), out, cols)
         else:
             _shift_transpose(X, rows, screen.shift, out, norms)
-            for f in range(d):  # (zeros after the rows)
-                for c in range(m, out.shape[1]):
+            for f in range(d):  # (zeros after the rows; the stride's padding is never read)
+                for c in range(m, cols):
                     out[f, c] = 0.0
         width = m
         constant = screen.norms_p
@@ -738,8 +743,6 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
     # of rows in ascending order, their distances side by side (own_distances), then each row's
     # first smallest. ``slot``: a candidate's place among those computed (-1: known).
     starts, slot = scratch.starts, scratch.slot
-    again = fused and n_amb > 0  # (the fused product's entries of such rows formed again)
-    x_col, column = np.empty(d if again else 0), np.empty(k if again else 0)
     q0 = 0
     while q0 < n_amb:
         n_cand = 0
@@ -755,10 +758,10 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
             err_max = errs[q1]
             starts[q1 - q0] = n_cand
             if fused:  # (the row's entries of the product, formed again)
-                _fused_column(out, screen.shifted, c, x_col, column)
+                _fused_column(out, screen.shifted, c, scratch.features, scratch.column)
             for j in range(k):
                 offset = screen.offsets[j] if direct else screen.norms[j]
-                p = column[j] if fused else np.float64(out[j, c])
+                p = scratch.column[j] if fused else np.float64(out[j, c])
                 approx = nx - 2.0 * p + offset
                 if approx - err_max <= top:
                     cand[n_cand] = j
