@@ -194,6 +194,9 @@ _DIRECT_LOOSER = 2.0
 # row, for rows of this many bytes or more (the rows a lazy E-step screens are scattered through
 # X; narrower rows: hints slower).
 SHIFT_PREFETCH_MIN_BYTES = 1024
+# A split E-step sums the rows of the clusters that changed, scattered through X: listed first,
+# then each row's lines asked for this many rows before it is read.
+SUMMED_AHEAD = 16
 # The screen computes the exact distances of the candidates of several rows at once (rows where
 # several centers' intervals reach the row's bound), side by side in vector lanes
 # (own_distances): a group of rows closes once its candidates pass this many (those whose
@@ -975,12 +978,25 @@ def _add_statistics(X, weights, labels, distances, start, stop, sums, weight_sum
 
 
 @njit(inline="always")
-def _add_summed(X, weights, labels, start, stop, sums, weight_sums, summed):
-    """:func:`_add_statistics` of the rows whose cluster ``j`` has ``summed[j]`` (no inertia)."""
+def _add_summed(X, weights, labels, start, stop, sums, weight_sums, summed, rows):
+    """:func:`_add_statistics` of the rows whose cluster ``j`` has ``summed[j]`` (no inertia), in
+    row order. ``rows`` (>= stop - start,): scratch, where those rows are first listed
+    (branch-free); each listed row's lines are then asked for ``SUMMED_AHEAD`` rows before it is
+    read (they are scattered through X, which the hardware prefetcher follows poorly)."""
+    m = 0
     for i in range(start, stop):
-        a = labels[i]
-        if summed[a]:
-            _add_row(X, weights, i, a, sums, weight_sums)
+        rows[m] = i
+        m += summed[labels[i]]
+    d = X.shape[1]
+    line = max(1, CACHE_LINE // X.itemsize)
+    for q in range(m):
+        if q + SUMMED_AHEAD < m:
+            ahead = rows[q + SUMMED_AHEAD] * d
+            for f in range(0, d, line):
+                prefetch(X, ahead + f)
+            prefetch(X, ahead + d - 1)
+        i = rows[q]
+        _add_row(X, weights, i, labels[i], sums, weight_sums)
 
 
 @njit(inline="always")
@@ -1573,7 +1589,8 @@ def _lloyd_loop(X, weights, centers, max_iter, tol, margin, labels, distances, c
                         start = (first + p) * CHUNK_SIZE
                         _clear(part_sums[p], part_weights[p], dirty)
                         _add_summed(X, weights, labels, start, min(n, start + CHUNK_SIZE),
-                                    part_sums[p], part_weights[p], dirty)
+                                    part_sums[p], part_weights[p], dirty,
+                                    np.empty(CHUNK_SIZE, dtype=np.int64))
                     _merge(part_sums, part_weights, part_inertia, n_parts, center_sums,
                            weight_sums, 0.0, dirty)
             normed = reads_rows
