@@ -781,21 +781,22 @@ def test_split_estep_by_its_rule_equals_every_cluster_summed(monkeypatch, d, k, 
             _assert_same_runs(recorded, _with_threads(threads, lambda: compiled(screen)))
 
 
-def test_narrow_rows_split_only_where_x_fits_in_cache(monkeypatch):
-    """Rows of fewer than ``SPLIT_NARROW_FEATURES`` features split E-steps only where X is at
-    most ``SPLIT_NARROW_MAX_BYTES``, longer rows whatever X's size, and rows of fewer than
-    ``SPLIT_MIN_FEATURES`` never; the same bits as the recorded run either way."""
+def test_rows_split_from_their_feature_and_byte_rule(monkeypatch):
+    """Rows of ``SPLIT_MIN_FEATURES`` features and ``SPLIT_MIN_ROW_BYTES`` bytes split E-steps,
+    whatever X's size, and other rows never; the same bits as the recorded run either way."""
     from fedcore.kernels.kmeans import lloyd
     rng = np.random.default_rng(3)
     n, k = 2 * CHUNK + 33, 10
-    for d, limit, splits in ((12, None, True), (12, 12 * 8 * n - 1, False), (20, 1, True),
-                             (10, None, False), (11, None, True)):
-        X, w, init = _settling_blobs(rng, n, d, k)
-        if limit is not None:
-            monkeypatch.setattr(lloyd, "SPLIT_NARROW_MAX_BYTES", limit)
+    for d, dtype, splits in ((12, np.float64, True), (20, np.float64, True),
+                             (10, np.float64, False), (11, np.float64, True),
+                             (12, np.float32, False), (20, np.float32, True)):
+        X, w, init = _settling_blobs(rng, n, d, k, dtype)
         run, steps = _spied_lazy_run(monkeypatch, X, w, init, 25, False, False)
-        assert ("S" in steps) == splits, (d, limit, steps)
+        assert ("S" in steps) == splits, (d, dtype, steps)
         _assert_same_runs(_recorded_run(X, w, init, 25), run)
+    # (rows of 11 features and 88 bytes in 3 GB: the rule reads no size)
+    assert lloyd.split_marks(4 * 10 ** 7, 11, 10, 8) is not None
+    assert lloyd.split_marks(4 * 10 ** 7, 10, 10, 8) is None
 
 
 @pytest.mark.parametrize("k, d, dtype", [(512, 512, np.float32), (40, 20, np.float64),

@@ -162,30 +162,28 @@ _TIGHTEN_SAMPLE = 32
 # dominates): within noise; d = 50 to 384 no faster or slower.
 DIRECT_MIN_FEATURES = 512
 # Split E-steps (see _lloyd_loop) from rows of SPLIT_MIN_ROW_BYTES and SPLIT_MIN_FEATURES, where at
-# most half the clusters changed in the last E-step. KMeans.fit, blobs 1e5 rows, 10 iterations,
-# against fused E-steps only: d = 5, k = 100 float64 (40 bytes): 0.87x; d = 10, k = 100 float32
-# (40): 0.98x; float64 (80): 1.01-1.02x; k = 1000: 1.08x; d = 20 float64: k = 10: 1.13x, k = 100:
-# 1.12x; d = 50, k = 10 float32: 1.11-1.18x. Rows of fewer than SPLIT_NARROW_FEATURES features
-# split only where X is at most SPLIT_NARROW_MAX_BYTES (within this machine's 32 MB L3): a split
-# saves the sums' arithmetic over the rows of settled clusters, little of it on short rows, and
-# where X is read from memory its own pass over the rows costs more than that. lloyd_run, blobs, 10
-# iterations, not split against split: 5e5 x 10 float64 (40 MB), k = 10 and 100: 1.15x and 1.08x;
-# 1e6 x 10, k = 100: 1.05x; 5e5 x 12: 1.10x; 5e5 x 15: 1.05x; in cache, 1e5 x 10: 1.01x and 1.02x,
-# but 1e5 x 12: 0.93x, 1e5 x 15, k = 100: 0.92x. From 20 features the split wins or loses by k out
-# of cache, and wins in cache, so it stays: 5e5 x 20 float64, k = 10 and 100: 1.07x and 0.95x;
-# float32: 1.04x at k = 10; 5e5 x 24 float32, k = 100: 0.96x; 5e5 x 32 float32: 1.05x; 5e5 x 50
-# float32: 0.97x; 1e5 x 20 float64: 0.85x, float32: 0.91x and 0.95x (k = 10, 100). Rows of 10
-# float64 features (80 bytes) do not split: in cache the split loses on uniform data and wins on
-# blobs only at 1e4 rows (lloyd_run, not split against split, medians of 1,000 to 14,000
-# alternating pairs: uniform 1e4 x 10, k = 8: 1.04x; 3e4 x 10 and 1e5 x 10, k = 10: 1.04x; blobs
-# 1e5 x 10, k = 100: 1.02x; k = 10, and 3e4 x 10: 1.00x, 1.02x; 1e4 x 10, k = 100: 0.96x, k = 10:
-# 0.88x, 0.1 ms), and a loop without split E-steps compiles 2 s faster (the first KMeans(8).fit on
-# 10,000 x 10: 8.4 -> 6.2 s); from 11 features the split wins (blobs 1e5 x 11, k = 10 and 100:
-# 0.90x and 0.96x).
+# most half the clusters changed in the last E-step, whatever X's size. KMeans.fit, blobs 1e5
+# rows, 10 iterations, against fused E-steps only: d = 5, k = 100 float64 (40 bytes): 0.87x;
+# d = 10, k = 100 float32 (40): 0.98x; float64 (80): 1.01-1.02x; k = 1000: 1.08x; d = 20
+# float64: k = 10: 1.13x, k = 100: 1.12x; d = 50, k = 10 float32: 1.11-1.18x. Since the split
+# sums list their rows and ask for them ahead (SUMMED_AHEAD), rows of 11 to 19 features split out
+# of cache too (they did not beyond 24 MB, where the split's scattered reads cost more than it
+# saved). lloyd_run, 10 iterations, split against not split in one process: blobs 5e5 x 15
+# float64, k = 10 and 100: 1.19x and 1.11x; 5e5 x 12, k = 100: 1.12x; 5e5 x 50 float32, k = 10:
+# 1.33x; uniform 5e5 x 12, 15 and 19 float64: 0.98x, 0.96x, 0.99x (the marks the split needs,
+# where it never splits). Rows of 10 float64 features (80 bytes) do not
+# split: in cache the split loses on uniform data and wins on blobs only at 1e4 rows (lloyd_run,
+# not split against split, medians of 1,000 to 14,000 alternating pairs: uniform 1e4 x 10, k = 8:
+# 1.04x; 3e4 x 10 and 1e5 x 10, k = 10: 1.04x; blobs 1e5 x 10, k = 100: 1.02x; k = 10, and 3e4 x
+# 10: 1.00x, 1.02x; 1e4 x 10, k = 100: 0.96x, k = 10: 0.88x, 0.1 ms), and a loop without split
+# E-steps compiles 2 s faster (the first KMeans(8).fit on 10,000 x 10: 8.4 -> 6.2 s); from 11
+# features the split wins (blobs 1e5 x 11, k = 10 and 100: 0.90x and 0.96x). Out of cache it
+# would win on blobs of 10 features (split against not split, 1e6 x 10 float64, k = 10: 1.16x;
+# 5e5 x 10 float32: 1.05x) and lose on uniform rows (5e5 x 10 float32 and float64: 0.94x, 0.97x),
+# by the marks of the changed rows (a branch on each row's change; listing them branch-free instead
+# cost 0.7 ms per 1e6 rows in every E-step, as much where few rows change as where many do).
 SPLIT_MIN_ROW_BYTES = 80
 SPLIT_MIN_FEATURES = 11
-SPLIT_NARROW_FEATURES = 20
-SPLIT_NARROW_MAX_BYTES = 24 << 20
 _DIRECT_GAPS = 8
 # Rows are read directly while the bounds this gives stay within this factor of the shifted
 # rows' (summed over a block): wider bounds send more rows to exact distances.
@@ -1652,8 +1650,7 @@ def split_marks(n, d, k, itemsize):
     chunk left or joined each cluster in the last E-step; None where the ``SPLIT_*`` rule says
     not to split (the loop then compiles without split E-steps)."""
     row_bytes = d * itemsize
-    if row_bytes < SPLIT_MIN_ROW_BYTES or d < SPLIT_MIN_FEATURES or (
-            d < SPLIT_NARROW_FEATURES and n * row_bytes > SPLIT_NARROW_MAX_BYTES):
+    if row_bytes < SPLIT_MIN_ROW_BYTES or d < SPLIT_MIN_FEATURES:
         return None
     return np.empty((n_chunks(n), k), dtype=np.bool_)
 
