@@ -782,21 +782,70 @@ def test_split_estep_by_its_rule_equals_every_cluster_summed(monkeypatch, d, k, 
 
 
 def test_rows_split_from_their_feature_and_byte_rule(monkeypatch):
-    """Rows of ``SPLIT_MIN_FEATURES`` features and ``SPLIT_MIN_ROW_BYTES`` bytes split E-steps,
-    whatever X's size, and other rows never; the same bits as the recorded run either way."""
+    """Rows of ``SPLIT_MIN_FEATURES`` features and ``SPLIT_MIN_ROW_BYTES`` bytes split E-steps
+    whatever X's size; beyond ``SPLIT_UNCACHED_MIN_BYTES`` of X, rows of
+    ``SPLIT_UNCACHED_MIN_FEATURES`` whatever their bytes; other rows never. The same bits as the
+    recorded run either way."""
     from fedcore.kernels.kmeans import lloyd
     rng = np.random.default_rng(3)
     n, k = 2 * CHUNK + 33, 10
-    for d, dtype, splits in ((12, np.float64, True), (20, np.float64, True),
-                             (10, np.float64, False), (11, np.float64, True),
-                             (12, np.float32, False), (20, np.float32, True)):
+    for d, dtype, limit, splits in ((12, np.float64, None, True), (20, np.float32, None, True),
+                                    (10, np.float64, None, False), (11, np.float64, None, True),
+                                    (12, np.float32, None, False), (12, np.float32, 1, True),
+                                    (10, np.float64, 1, True), (9, np.float64, 1, False)):
         X, w, init = _settling_blobs(rng, n, d, k, dtype)
+        if limit is not None:
+            monkeypatch.setattr(lloyd, "SPLIT_UNCACHED_MIN_BYTES", limit)
         run, steps = _spied_lazy_run(monkeypatch, X, w, init, 25, False, False)
-        assert ("S" in steps) == splits, (d, dtype, steps)
+        monkeypatch.undo()
+        assert ("S" in steps) == splits, (d, dtype, limit, steps)
         _assert_same_runs(_recorded_run(X, w, init, 25), run)
-    # (rows of 11 features and 88 bytes in 3 GB: the rule reads no size)
+    # (at their sizes: 11 features of 8 bytes in 3.5 GB; 10 at the limit and one row beyond)
     assert lloyd.split_marks(4 * 10 ** 7, 11, 10, 8) is not None
-    assert lloyd.split_marks(4 * 10 ** 7, 10, 10, 8) is None
+    rows = lloyd.SPLIT_UNCACHED_MIN_BYTES // 80
+    assert lloyd.split_marks(rows, 10, 10, 8) is None
+    assert lloyd.split_marks(rows + 1, 10, 10, 8) is not None
+
+
+@pytest.mark.parametrize("k", [3, 64, 65, 200])
+def test_marks_name_exactly_the_clusters_rows_left_or_joined(k):
+    # The label check's marks, set branch-free as the bits of a word up to 64 clusters, by a
+    # branch on each changed row beyond: touched[c, j] is set exactly where a row of chunk c left
+    # or joined cluster j (labels_old -1, before the first E-step: joined only), and the marks
+    # of a chunk without a change are left as they were.
+    from fedcore.kernels.kmeans import lloyd
+    rng = np.random.default_rng(k)
+    n = 3 * CHUNK + 17
+    n_chunks = -(-n // CHUNK)
+    for first, loosen in ((False, True), (False, False), (True, True)):
+        labels = rng.integers(0, k, n)
+        old = labels.copy()
+        moved = rng.random(n) < 0.03
+        old[moved] = rng.integers(0, k, int(moved.sum()))
+        if first:  # (the chunk's first half before the first E-step, none of cluster k - 1)
+            labels[:CHUNK] = rng.integers(0, k - 1, CHUNK)
+            old[:CHUNK] = labels[:CHUNK]
+            old[: CHUNK // 2] = -1
+        old[CHUNK:2 * CHUNK] = labels[CHUNK:2 * CHUNK]  # (a chunk without a change)
+        touched = np.ones((n_chunks, k), dtype=np.bool_)
+        changed = np.empty(n_chunks, dtype=np.bool_)
+        labels_old = old.copy()
+        any_change = lloyd._loosen_and_compare(
+            labels, labels_old, np.ones(n), np.ones(n), True, rng.random(k), loosen, True, True,
+            touched, changed)
+        expected = np.ones((n_chunks, k), dtype=np.bool_)
+        for c in range(n_chunks):
+            rows = np.arange(c * CHUNK, min(n, (c + 1) * CHUNK))
+            diff = rows[labels[rows] != old[rows]]
+            assert changed[c] == (diff.size > 0)
+            if diff.size:
+                expected[c] = False
+                expected[c, labels[diff]] = True
+                expected[c, old[diff][old[diff] >= 0]] = True
+        np.testing.assert_array_equal(touched, expected)
+        assert any_change == changed.any() and not changed[1]
+        assert not first or not touched[0, k - 1]
+        np.testing.assert_array_equal(labels_old, labels if loosen else old)
 
 
 @pytest.mark.parametrize("k, d, dtype", [(512, 512, np.float32), (40, 20, np.float64),

@@ -161,29 +161,34 @@ _TIGHTEN_SAMPLE = 32
 # and 5-9% faster; 1e5 x 512, k = 10 and 64: 4% and 14%; 2e4 x 784, k = 1000 (the product
 # dominates): within noise; d = 50 to 384 no faster or slower.
 DIRECT_MIN_FEATURES = 512
-# Split E-steps (see _lloyd_loop) from rows of SPLIT_MIN_ROW_BYTES and SPLIT_MIN_FEATURES, where at
-# most half the clusters changed in the last E-step, whatever X's size. KMeans.fit, blobs 1e5
-# rows, 10 iterations, against fused E-steps only: d = 5, k = 100 float64 (40 bytes): 0.87x;
-# d = 10, k = 100 float32 (40): 0.98x; float64 (80): 1.01-1.02x; k = 1000: 1.08x; d = 20
-# float64: k = 10: 1.13x, k = 100: 1.12x; d = 50, k = 10 float32: 1.11-1.18x. Since the split
-# sums list their rows and ask for them ahead (SUMMED_AHEAD), rows of 11 to 19 features split out
-# of cache too (they did not beyond 24 MB, where the split's scattered reads cost more than it
-# saved). lloyd_run, 10 iterations, split against not split in one process: blobs 5e5 x 15
-# float64, k = 10 and 100: 1.19x and 1.11x; 5e5 x 12, k = 100: 1.12x; 5e5 x 50 float32, k = 10:
-# 1.33x; uniform 5e5 x 12, 15 and 19 float64: 0.98x, 0.96x, 0.99x (the marks the split needs,
-# where it never splits). Rows of 10 float64 features (80 bytes) do not
-# split: in cache the split loses on uniform data and wins on blobs only at 1e4 rows (lloyd_run,
-# not split against split, medians of 1,000 to 14,000 alternating pairs: uniform 1e4 x 10, k = 8:
-# 1.04x; 3e4 x 10 and 1e5 x 10, k = 10: 1.04x; blobs 1e5 x 10, k = 100: 1.02x; k = 10, and 3e4 x
-# 10: 1.00x, 1.02x; 1e4 x 10, k = 100: 0.96x, k = 10: 0.88x, 0.1 ms), and a loop without split
-# E-steps compiles 2 s faster (the first KMeans(8).fit on 10,000 x 10: 8.4 -> 6.2 s); from 11
-# features the split wins (blobs 1e5 x 11, k = 10 and 100: 0.90x and 0.96x). Out of cache it
-# would win on blobs of 10 features (split against not split, 1e6 x 10 float64, k = 10: 1.16x;
-# 5e5 x 10 float32: 1.05x) and lose on uniform rows (5e5 x 10 float32 and float64: 0.94x, 0.97x),
-# by the marks of the changed rows (a branch on each row's change; listing them branch-free instead
-# cost 0.7 ms per 1e6 rows in every E-step, as much where few rows change as where many do).
+# Split E-steps (see _lloyd_loop), where at most half the clusters changed in the last E-step, from
+# rows of SPLIT_MIN_ROW_BYTES and SPLIT_MIN_FEATURES whatever X's size, and beyond
+# SPLIT_UNCACHED_MIN_BYTES of X (out of this machine's 32 MB L3) from SPLIT_UNCACHED_MIN_FEATURES
+# features whatever the row's bytes. KMeans.fit, blobs 1e5 rows, 10 iterations, against fused
+# E-steps only: d = 5, k = 100 float64 (40 bytes): 0.87x; d = 10, k = 100 float32 (40): 0.98x;
+# float64 (80): 1.01-1.02x; k = 1000: 1.08x; d = 20 float64: k = 10: 1.13x, k = 100: 1.12x; d = 50,
+# k = 10 float32: 1.11-1.18x. Rows of 10 float64 features (80 bytes) do not split in cache: there
+# the split loses on uniform data and wins on blobs only at 1e4 rows (lloyd_run, not split against
+# split, medians of 1,000 to 14,000 alternating pairs: uniform 1e4 x 10, k = 8: 1.04x; 3e4 x 10 and
+# 1e5 x 10, k = 10: 1.04x; blobs 1e5 x 10, k = 100: 1.02x; k = 10, and 3e4 x 10: 1.00x, 1.02x; 1e4
+# x 10, k = 100: 0.96x, k = 10: 0.88x, 0.1 ms), and a loop without split E-steps compiles 2 s
+# faster (the first KMeans(8).fit on 10,000 x 10: 8.4 -> 6.2 s); from 11 features the split wins
+# (blobs 1e5 x 11, k = 10 and 100: 0.90x and 0.96x). Out of cache, narrow rows split since the
+# split's sums list their rows and ask for them ahead (SUMMED_AHEAD) and the marks of changed rows
+# are set branch-free (_MARK_BITS); before, their scattered reads and a mispredicted branch per
+# changed row cost more than the split saved. lloyd_run, 10 iterations, split against not split in
+# one process: blobs 5e5 x 15 float64, k = 10 and 100: 1.19x and 1.11x; 5e5 x 12, k = 100: 1.12x;
+# 1e6 x 10 float64 and float32, k = 10: 1.19x, 1.11x; 5e5 x 10 float64, k = 100: 1.13x; 1e6 x 16
+# float32, k = 100: 1.06x; 5e5 x 50 float32, k = 10: 1.33x; uniform rows, which hardly ever split
+# (the marks' cost): 5e5 x 15 float64 1.00x; 1e6 x 10 float32, k = 10 and 100: 0.99x, 0.99x; 5e5 x
+# 10 float64, k = 10 and 100: 0.99x, 0.98x; 1e6 x 16 float32: 0.94x. Left unsplit: 5e5 x 10 float32
+# (20 MB; blobs 1.18x, uniform 0.94x), in cache (uniform 1e5 x 10 float64 0.98x, blobs k = 100
+# 1.05x), and fewer features (blobs 1e6 x 5 float32 1.00x; uniform 5e5 x 5 float32 0.97x, 1e6 x 2
+# float64 0.99x).
 SPLIT_MIN_ROW_BYTES = 80
 SPLIT_MIN_FEATURES = 11
+SPLIT_UNCACHED_MIN_FEATURES = 10
+SPLIT_UNCACHED_MIN_BYTES = 24 << 20
 _DIRECT_GAPS = 8
 # Rows are read directly while the bounds this gives stay within this factor of the shifted
 # rows' (summed over a block): wider bounds send more rows to exact distances.
@@ -1341,6 +1346,11 @@ def _update_centers(centers, center_sums, weight_sums, take_prior, dirty, next_p
     return shift
 
 
+# Up to this many clusters the marks of a chunk are the bits of one word, set branch-free (a
+# branch on each row's change mispredicts where many rows change).
+_MARK_BITS = 64
+
+
 @chunked_kernel
 def _loosen_and_compare(labels, labels_old, lower, upper, lazy, drifts, loosen, compare, mark,
                         touched, changed):
@@ -1358,8 +1368,11 @@ def _loosen_and_compare(labels, labels_old, lower, upper, lazy, drifts, loosen, 
     6.4-7 s compile and 4-5 s of the parallel loop's 13-15 s)."""
     top, top_j, runner = top_two(drifts)
     n = labels.shape[0]
+    k = drifts.shape[0]
+    bitwise = mark and k <= _MARK_BITS
     for c in prange(changed.shape[0]):
         flag = False
+        bits = np.uint64(0)  # (bit j: a row left or joined cluster j, where k <= _MARK_BITS)
         for i in range(c * CHUNK_SIZE, min(n, (c + 1) * CHUNK_SIZE)):
             u = np.uint64(i)  # (unsigned: no wraparound fix-ups, docs/style.md)
             a = labels[u]
@@ -1369,7 +1382,12 @@ def _loosen_and_compare(labels, labels_old, lower, upper, lazy, drifts, loosen, 
                     upper[u] += drifts[np.uint64(a)]
             if compare:
                 old = labels_old[u]
-                if a != old:
+                if bitwise:  # branch-free (old is -1 before the first E-step)
+                    t = np.uint64(a != old)
+                    left = t & np.uint64(old >= 0)
+                    bits |= (t << np.uint64(a)) | (left << np.uint64(old & 63))
+                    flag |= a != old
+                elif a != old:
                     if mark:
                         if not flag:
                             touched[c] = False
@@ -1379,6 +1397,9 @@ def _loosen_and_compare(labels, labels_old, lower, upper, lazy, drifts, loosen, 
                     flag = True
             if loosen:
                 labels_old[u] = a
+        if bitwise and flag:
+            for j in range(k):
+                touched[c, j] = (bits >> np.uint64(j)) & np.uint64(1) != 0
         if compare:
             changed[c] = flag
     any_change = False
@@ -1650,7 +1671,8 @@ def split_marks(n, d, k, itemsize):
     chunk left or joined each cluster in the last E-step; None where the ``SPLIT_*`` rule says
     not to split (the loop then compiles without split E-steps)."""
     row_bytes = d * itemsize
-    if row_bytes < SPLIT_MIN_ROW_BYTES or d < SPLIT_MIN_FEATURES:
+    if (row_bytes < SPLIT_MIN_ROW_BYTES or d < SPLIT_MIN_FEATURES) and (
+            d < SPLIT_UNCACHED_MIN_FEATURES or n * row_bytes <= SPLIT_UNCACHED_MIN_BYTES):
         return None
     return np.empty((n_chunks(n), k), dtype=np.bool_)
 
