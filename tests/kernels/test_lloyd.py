@@ -796,15 +796,16 @@ def test_rows_split_from_their_feature_and_byte_rule(monkeypatch):
         X, w, init = _settling_blobs(rng, n, d, k, dtype)
         if limit is not None:
             monkeypatch.setattr(lloyd, "SPLIT_UNCACHED_MIN_BYTES", limit)
-        run, steps = _spied_lazy_run(monkeypatch, X, w, init, 25, False, False)
-        monkeypatch.undo()
+        run, steps = _spied_lazy_run(monkeypatch, X, w, init, 25, False, False)  # (undoes)
         assert ("S" in steps) == splits, (d, dtype, limit, steps)
         _assert_same_runs(_recorded_run(X, w, init, 25), run)
-    # (at their sizes: 11 features of 8 bytes in 3.5 GB; 10 at the limit and one row beyond)
+    # (at their sizes: 11 features of 8 bytes in 3.5 GB; 12 of 4 bytes at the limit and one row
+    # beyond, 48 bytes dividing it)
     assert lloyd.split_marks(4 * 10 ** 7, 11, 10, 8) is not None
-    rows = lloyd.SPLIT_UNCACHED_MIN_BYTES // 80
-    assert lloyd.split_marks(rows, 10, 10, 8) is None
-    assert lloyd.split_marks(rows + 1, 10, 10, 8) is not None
+    rows = lloyd.SPLIT_UNCACHED_MIN_BYTES // 48
+    assert rows * 48 == lloyd.SPLIT_UNCACHED_MIN_BYTES
+    assert lloyd.split_marks(rows, 12, 10, 4) is None
+    assert lloyd.split_marks(rows + 1, 12, 10, 4) is not None
 
 
 @pytest.mark.parametrize("k", [3, 64, 65, 200])
@@ -829,7 +830,7 @@ def test_marks_name_exactly_the_clusters_rows_left_or_joined(k):
         old[CHUNK:2 * CHUNK] = labels[CHUNK:2 * CHUNK]  # (a chunk without a change)
         touched = np.ones((n_chunks, k), dtype=np.bool_)
         changed = np.empty(n_chunks, dtype=np.bool_)
-        labels_old = old.copy()
+        labels_old = old.astype(np.int32)  # (the loop's type)
         any_change = lloyd._loosen_and_compare(
             labels, labels_old, np.ones(n), np.ones(n), True, rng.random(k), loosen, True, True,
             touched, changed)

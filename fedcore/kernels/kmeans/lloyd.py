@@ -985,7 +985,8 @@ def _add_summed(X, weights, labels, start, stop, sums, weight_sums, summed, rows
     """:func:`_add_statistics` of the rows whose cluster ``j`` has ``summed[j]`` (no inertia), in
     row order. ``rows`` (>= stop - start,): scratch, where those rows are first listed
     (branch-free); each listed row's lines are then asked for ``SUMMED_AHEAD`` rows before it is
-    read (they are scattered through X, which the hardware prefetcher follows poorly)."""
+    read (they are scattered through X, which the hardware prefetcher follows poorly; hints only,
+    placed for a C-contiguous X: elsewhere they fall on other lines, harmlessly)."""
     m = 0
     for i in range(start, stop):
         rows[m] = i
@@ -1399,7 +1400,7 @@ def _loosen_and_compare(labels, labels_old, lower, upper, lazy, drifts, loosen, 
                 labels_old[u] = a
         if bitwise and flag:
             for j in range(k):
-                touched[c, j] = (bits >> np.uint64(j)) & np.uint64(1) != 0
+                touched[c, j] = (bits >> np.uint64(j)) & np.uint64(1) != np.uint64(0)
         if compare:
             changed[c] = flag
     any_change = False
