@@ -1250,6 +1250,27 @@ def test_screen_fused_covers_every_column(dtype, extra):
     _assert_called_columns((best, second, arg), expected, [0], w)
 
 
+def test_screen_fused_refuses_sizes_its_lanes_would_overrun():
+    # Each size screen_fused's lanes rely on, one wrong at a time: ValueError, nothing written.
+    rng = np.random.default_rng(7)
+    group = SCREEN_BYTES // 4
+    w = group + 3
+    block_t, shifted, norms, constant = _fused_problem(rng, 3, 5, w, np.float32, True)
+    outs = (np.full(w, -7, dtype=np.float32), np.full(w, -7, dtype=np.float32),
+            np.full(w, -7, dtype=np.int32))
+    bad = [dict(w=group - 1), dict(w=w + 1), dict(shifted=shifted[:, :2].copy()),
+           dict(norms=norms[:w - 1].copy()), dict(constant=constant[:4].copy()),
+           dict(arg=outs[2][:w - 1].copy())]
+    for change in bad:
+        args = dict(block_t=block_t, shifted=shifted, norms=norms, constant=constant,
+                    best=outs[0], second=outs[1], arg=outs[2], w=w)
+        args.update(change)
+        with pytest.raises(ValueError, match="screen_fused"):
+            screen_fused(**{name: args[name] for name in (
+                "block_t", "shifted", "norms", "constant", "best", "second", "arg", "w")})
+        assert (outs[0] == -7).all() and (outs[2] == -7).all()
+
+
 @numba.njit
 def _tile_lanes_pairs(tile, candidates, out, pairs):
     for q in range(pairs.shape[0]):

@@ -580,9 +580,18 @@ def screen_fused(block_t, shifted, norms, constant, best, second, arg, w):
     ``second[c]`` and ``arg[c]`` of :func:`screen_lanes` (the two smallest screened
     approximations and the first center at the smallest), groups of ``SCREEN_BYTES // itemsize``
     columns a call, the last group ending at column ``w - 1`` (it may redo columns of the one
-    before: the same values). The caller guarantees ``w >= SCREEN_BYTES // itemsize`` (a
-    narrower block is padded) and the types and sizes of :func:`screen_lanes`."""
+    before: the same values). ``w`` is at least one group (pad a narrower block) and at most the
+    block's columns; ``shifted`` (k, d); ``norms``, ``best``, ``second``, ``arg`` of ``w`` entries
+    or more, ``constant`` of ``k``: checked (ValueError) before any lane is read. The types are
+    :func:`screen_lanes`'s."""
     group = SCREEN_BYTES // block_t.itemsize
+    k, d = shifted.shape
+    if not (group <= w <= block_t.shape[1] and d == block_t.shape[0]
+            and min(norms.shape[0], best.shape[0], second.shape[0], arg.shape[0]) >= w
+            and constant.shape[0] >= k):
+        raise ValueError("screen_fused: w must be from one group of lanes to the block's "
+                         "columns, shifted (k, d) with the block's d, norms, best, second "
+                         "and arg of w entries, constant of k")
     c = 0
     while c + group < w:
         screen_lanes(block_t, shifted, norms, constant, c, best, second, arg)

@@ -520,9 +520,11 @@ def _shift_rows(X, rows, shift, block, norms):
 
 
 @njit(inline="always")
-def _shift_transpose(X, rows, shift, block_t, norms):
+def _shift_transpose(X, rows, shift, block_t, norms, width):
     """OUT ``block_t[:, r] = fl(X[rows[r]] - shift)`` (in ``block_t``'s precision) and
-    ``norms[r]``: its squared norm in float64; four rows at a time (four independent sums)."""
+    ``norms[r]``: its squared norm in float64; four rows at a time (four independent sums); zeros
+    in the columns ``m = rows.shape[0]`` to ``width - 1``, as
+    :func:`~fedcore.kernels.kmeans.distances.transpose_rows` leaves them."""
     m = rows.shape[0]
     d = X.shape[1]
     full = m - m % 4
@@ -552,6 +554,9 @@ def _shift_transpose(X, rows, shift, block_t, norms):
             t = np.float64(block_t[f, r])
             acc += t * t
         norms[r] = acc
+    for f in range(d):
+        for c in range(m, width):
+            block_t[f, c] = 0.0
 
 
 @njit(inline="always")
@@ -674,10 +679,7 @@ def _screen_block(X, rows, known, centers, screen, scratch, labels, lower, dista
             _shift_rows(X, rows, screen.shift, block, norms)
             transpose_rows(block, row_range(0, m), out, cols)
         else:
-            _shift_transpose(X, rows, screen.shift, out, norms)
-            for f in range(d):  # (zeros after the rows; the stride's padding is never read)
-                for c in range(m, cols):
-                    out[f, c] = 0.0
+            _shift_transpose(X, rows, screen.shift, out, norms, cols)
         width = m
         constant = screen.norms_p
     # The two smallest approximations in the product's precision (see screen_eps), one column
